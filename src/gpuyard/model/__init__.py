@@ -1,0 +1,38 @@
+"""Domain types shared by every layer: resources, GPUs, nodes, job and task states."""
+
+from gpuyard.model.clock import Clock, ManualClock, SystemClock
+from gpuyard.model.demand import JobDemand, TaskDemand
+from gpuyard.model.placement import JobPlacement, TaskPlacement
+from gpuyard.model.resources import GpuDevice, Node, Resources, gpu_type_matches
+from gpuyard.model.states import (
+    JOB_TRANSITIONS,
+    FailureClass,
+    IllegalTransition,
+    JobState,
+    TaskReason,
+    TaskState,
+    check_job_transition,
+    failure_class,
+)
+
+__all__ = [
+    "JOB_TRANSITIONS",
+    "Clock",
+    "FailureClass",
+    "GpuDevice",
+    "IllegalTransition",
+    "JobDemand",
+    "JobPlacement",
+    "JobState",
+    "ManualClock",
+    "Node",
+    "Resources",
+    "SystemClock",
+    "TaskDemand",
+    "TaskPlacement",
+    "TaskReason",
+    "TaskState",
+    "check_job_transition",
+    "failure_class",
+    "gpu_type_matches",
+]

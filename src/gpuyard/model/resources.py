@@ -1,0 +1,93 @@
+"""Immutable resource values: amounts of CPU, memory and GPUs, GPU devices and nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """An amount of node resources. CPU in millicores so that sums stay exact."""
+
+    cpu_milli: int = 0
+    memory_mb: int = 0
+    gpus: int = 0
+
+    @classmethod
+    def of(cls, cpu: float = 0, memory_mb: int = 0, gpus: int = 0) -> Resources:
+        return cls(round(cpu * 1000), memory_mb, gpus)
+
+    def __add__(self, other: Resources) -> Resources:
+        return Resources(
+            self.cpu_milli + other.cpu_milli,
+            self.memory_mb + other.memory_mb,
+            self.gpus + other.gpus,
+        )
+
+    def __sub__(self, other: Resources) -> Resources:
+        return Resources(
+            self.cpu_milli - other.cpu_milli,
+            self.memory_mb - other.memory_mb,
+            self.gpus - other.gpus,
+        )
+
+    def __mul__(self, n: int) -> Resources:
+        return Resources(self.cpu_milli * n, self.memory_mb * n, self.gpus * n)
+
+    def fits_in(self, capacity: Resources) -> bool:
+        return (
+            self.cpu_milli <= capacity.cpu_milli
+            and self.memory_mb <= capacity.memory_mb
+            and self.gpus <= capacity.gpus
+        )
+
+    @property
+    def cpu(self) -> float:
+        return self.cpu_milli / 1000
+
+
+def gpu_type_matches(requested: str | None, actual: str) -> bool:
+    """`A100` matches `A100-80GB` and `a100-80gb`; no request matches any type."""
+    if not requested:
+        return True
+    req, act = requested.strip().upper(), actual.strip().upper()
+    return act == req or act.startswith(req + "-")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuDevice:
+    """One GPU of a node. `fake` GPUs are declared, not detected, and are always shown so."""
+
+    index: int
+    uuid: str
+    type: str
+    memory_mb: int
+    fake: bool = False
+    healthy: bool = True
+    minor: int | None = None  # /dev/nvidia<minor>; None for fake GPUs without a device node
+
+    @property
+    def label(self) -> str:
+        return f"{self.type}{' (fake)' if self.fake else ''}"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A machine that runs tasks: its allocatable CPU, memory and GPUs."""
+
+    name: str
+    cpu_milli: int
+    memory_mb: int
+    gpus: tuple[GpuDevice, ...] = ()
+    labels: tuple[tuple[str, str], ...] = field(default=())
+    schedulable: bool = True
+
+    @property
+    def capacity(self) -> Resources:
+        return Resources(self.cpu_milli, self.memory_mb, len(self.gpus))
+
+    def gpu(self, index: int) -> GpuDevice:
+        for g in self.gpus:
+            if g.index == index:
+                return g
+        raise KeyError(f"node {self.name} has no GPU {index}")

@@ -1,0 +1,124 @@
+"""Job and task states, the legal job transitions in one table, and failure classes.
+
+A job moves QUEUED → SCHEDULED → RUNNING → SUCCEEDED | FAILED | STOPPED, and back to
+QUEUED on a retry or a preemption (a new attempt). Every move is checked against
+`JOB_TRANSITIONS`; the controller records each one as an event.
+"""
+
+from __future__ import annotations
+
+import enum
+import signal
+
+
+class JobState(enum.StrEnum):
+    QUEUED = "QUEUED"
+    SCHEDULED = "SCHEDULED"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    STOPPED = "STOPPED"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.STOPPED)
+
+    @property
+    def holds_resources(self) -> bool:
+        return self in (JobState.SCHEDULED, JobState.RUNNING)
+
+
+JOB_TRANSITIONS: dict[JobState, frozenset[JobState]] = {
+    JobState.QUEUED: frozenset({JobState.SCHEDULED, JobState.STOPPED, JobState.FAILED}),
+    JobState.SCHEDULED: frozenset(
+        {JobState.RUNNING, JobState.QUEUED, JobState.FAILED, JobState.STOPPED, JobState.SUCCEEDED}
+    ),
+    JobState.RUNNING: frozenset(
+        {JobState.SUCCEEDED, JobState.FAILED, JobState.STOPPED, JobState.QUEUED}
+    ),
+    JobState.SUCCEEDED: frozenset(),
+    JobState.FAILED: frozenset(),
+    JobState.STOPPED: frozenset(),
+}
+
+
+class IllegalTransition(ValueError):
+    pass
+
+
+def check_job_transition(src: JobState, dst: JobState) -> None:
+    if dst not in JOB_TRANSITIONS[src]:
+        raise IllegalTransition(f"job cannot go from {src} to {dst}")
+
+
+class TaskState(enum.StrEnum):
+    PENDING = "PENDING"  # part of an attempt not started yet
+    STARTING = "STARTING"  # handed to the engine, container being created
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    STOPPED = "STOPPED"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (TaskState.SUCCEEDED, TaskState.FAILED, TaskState.STOPPED)
+
+
+class TaskReason:
+    """Why a task ended, in words a user can act on (DESIGN.md, Job states)."""
+
+    COMPLETED = "Completed"
+    OOM_KILLED = "OOMKilled"
+    COMMAND_NOT_FOUND = "CommandNotFound"
+    IMAGE_ERROR = "ImageError"
+    NODE_LOST = "NodeLost"
+    PREEMPTED = "Preempted"
+    TIMEOUT = "Timeout"
+    CANCELLED = "Cancelled"
+    AGENT_ERROR = "AgentError"
+    INVALID_SPEC = "InvalidSpec"
+
+    @staticmethod
+    def error(exit_code: int) -> str:
+        return f"Error(exit {exit_code})"
+
+    @staticmethod
+    def signal(signum: int) -> str:
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"SIG{signum}"
+        return f"Signal({name})"
+
+    @staticmethod
+    def kind(reason: str) -> str:
+        """`Error(exit 3)` → `Error`; `OOMKilled` → `OOMKilled`."""
+        return reason.split("(", 1)[0]
+
+
+class FailureClass(enum.StrEnum):
+    NONE = "none"  # not a failure
+    INVALID = "invalid"  # never retried
+    USER = "user"  # retried, counted against retryCount
+    PLATFORM = "platform"  # retried, not counted
+
+
+_FAILURE_CLASSES: dict[str, FailureClass] = {
+    TaskReason.COMPLETED: FailureClass.NONE,
+    "Error": FailureClass.USER,
+    "Signal": FailureClass.USER,
+    TaskReason.OOM_KILLED: FailureClass.USER,
+    TaskReason.TIMEOUT: FailureClass.USER,
+    TaskReason.COMMAND_NOT_FOUND: FailureClass.INVALID,
+    TaskReason.IMAGE_ERROR: FailureClass.INVALID,
+    TaskReason.INVALID_SPEC: FailureClass.INVALID,
+    TaskReason.NODE_LOST: FailureClass.PLATFORM,
+    TaskReason.PREEMPTED: FailureClass.PLATFORM,
+    TaskReason.AGENT_ERROR: FailureClass.PLATFORM,
+    TaskReason.CANCELLED: FailureClass.NONE,
+}
+
+
+def failure_class(reason: str) -> FailureClass:
+    """The one table that decides whether a task's end is retried, and whether it counts."""
+    return _FAILURE_CLASSES.get(TaskReason.kind(reason), FailureClass.USER)

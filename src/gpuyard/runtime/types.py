@@ -1,0 +1,56 @@
+"""Values that cross the runtime boundary: what to launch, and how a task ended."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from gpuyard.model import GpuDevice
+
+
+@dataclass(frozen=True, slots=True)
+class TaskLaunch:
+    """Everything a node needs to run one task of one attempt of a job.
+
+    `key` is unique per task attempt (it names the container, its cgroup and its state dir).
+    """
+
+    key: str
+    job_id: str
+    job_name: str
+    role: str
+    index: int
+    attempt: int
+    command: str  # run as `/bin/sh -c command`
+    cpu: float
+    memory_mb: int
+    gpus: tuple[GpuDevice, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()  # the user's env from the spec
+    data_dir: str | None = None  # host path, mounted read-only at /data
+    output_dir: str | None = None  # host path, mounted read-write at /output
+    image: str | None = None  # None: the host's root filesystem, read-only
+    pids_limit: int = 4096
+    role_task_counts: tuple[tuple[str, int], ...] = field(default=())  # role → taskNumber
+
+
+class TaskPhase(enum.StrEnum):
+    STARTING = "starting"  # supervisor launched, container not yet started
+    RUNNING = "running"
+    EXITED = "exited"  # exit.json written
+    UNKNOWN = "unknown"  # no such task on this node, or its supervisor vanished without exit
+
+
+@dataclass(frozen=True, slots=True)
+class TaskExit:
+    exit_code: int | None
+    reason: str  # a TaskReason: Completed, Error(exit N), OOMKilled, Signal(SIGx), ...
+    finished_at: float
+    message: str = ""  # last lines of the log, or what went wrong
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStatus:
+    key: str
+    phase: TaskPhase
+    started_at: float | None = None
+    exit: TaskExit | None = None

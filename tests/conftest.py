@@ -1,0 +1,6 @@
+"""Shared test setup: make tests/ importable for the builders."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
