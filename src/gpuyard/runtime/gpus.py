@@ -49,7 +49,6 @@ KNOWN_MEMORY_MB: dict[str, int] = {
     "RTX-A6000": 48 * 1024,
 }
 
-_SYNTAX = "expected COUNTxTYPE like 4xA100-80GB (or TYPE:COUNT like A100:4)"
 _TYPE = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _COUNT_X_TYPE = re.compile(rf"(?P<count>\d+)\s*[xX×]\s*(?P<type>{_TYPE})")
 _TYPE_COLON_COUNT = re.compile(rf"(?P<type>{_TYPE})\s*:\s*(?P<count>\d+)")
@@ -65,7 +64,9 @@ def parse_fake_gpus(text: str, node: str = "local") -> tuple[GpuDevice, ...]:
     entries = [_parse_entry(item, text) for item in text.split(",")]
     total = sum(count for count, _ in entries)
     if total > MAX_FAKE_GPUS:
-        raise ValueError(f"too many fake GPUs: {total} declared in {text!r}, at most {MAX_FAKE_GPUS}")
+        raise ValueError(
+            f"too many fake GPUs: {total} declared in {text!r}, at most {MAX_FAKE_GPUS}"
+        )
     types = [gpu_type for count, gpu_type in entries for _ in range(count)]
     return tuple(_fake_gpu(node, index, gpu_type) for index, gpu_type in enumerate(types))
 
@@ -74,10 +75,13 @@ def _parse_entry(item: str, text: str) -> tuple[int, str]:
     item = item.strip()
     match = _COUNT_X_TYPE.fullmatch(item) or _TYPE_COLON_COUNT.fullmatch(item)
     if match is None:
-        raise ValueError(f"bad fake GPU entry {item!r} in {text!r}: {_SYNTAX}, got {item!r}")
+        raise ValueError(
+            f"bad fake GPU list {text!r}: expected COUNTxTYPE like 4xA100-80GB, got {item!r}"
+            " (TYPE:COUNT like A100:4 works too)"
+        )
     count = int(match["count"])
     if count < 1:
-        raise ValueError(f"bad fake GPU entry {item!r} in {text!r}: count must be at least 1")
+        raise ValueError(f"bad fake GPU list {text!r}: count must be at least 1, got {item!r}")
     return count, match["type"].upper()
 
 

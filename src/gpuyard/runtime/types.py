@@ -46,6 +46,7 @@ class TaskExit:
     reason: str  # a TaskReason: Completed, Error(exit N), OOMKilled, Signal(SIGx), ...
     finished_at: float
     message: str = ""  # last lines of the log, or what went wrong
+    stop_requested: bool = False  # the task ended after a stop request (ContainerRuntime.stop)
 
 
 @dataclass(frozen=True, slots=True)

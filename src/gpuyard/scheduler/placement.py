@@ -128,7 +128,8 @@ def _shortfall(task: TaskDemand, snapshot: ClusterSnapshot, idle: bool) -> str:
     mem_ok = [nf for nf in cpu_ok if nf.memory_mb >= need.memory_mb]
     best_gpus = max((len(_free_matching(nf, task)) for nf in (mem_ok or nodes)), default=0)
     if need.gpus and best_gpus < need.gpus:
-        return f"{where} needs {need.gpus} GPUs{_type_words(task)} on one node; {words} {best_gpus}{tail}"
+        gpus = f"{need.gpus} GPUs{_type_words(task)}"
+        return f"{where} needs {gpus} on one node; {words} {best_gpus}{tail}"
     if not cpu_ok:
         best_cpu = max(nf.cpu_milli for nf in nodes) / 1000
         return f"{where} needs {need.cpu:g} CPUs on one node; {words} {best_cpu:g}{tail}"

@@ -1,0 +1,5 @@
+"""`python -m gpuyard`: the same as the `gpuyard` command."""
+
+from gpuyard.entry import main
+
+main()

@@ -1,0 +1,1 @@
+"""API routers, one file per resource."""

@@ -1,0 +1,89 @@
+"""Job endpoints: thin handlers that call one service function and return."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Request, Response
+from fastapi.responses import StreamingResponse
+
+from gpuyard.api.deps import ControllerDep
+from gpuyard.api.schemas import (
+    Cancelled,
+    EventList,
+    JobDetail,
+    JobList,
+    JobSummary,
+    SpecErrorOut,
+    Submitted,
+    event_out,
+    job_summary,
+)
+from gpuyard.api.services import jobs as svc
+
+router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
+
+MAX_SPEC_BYTES = 1 << 20
+
+
+@router.post(
+    "", status_code=201, response_model=Submitted,
+    responses={422: {"model": SpecErrorOut}, 413: {"description": "spec too large"}},
+    openapi_extra={"requestBody": {"content": {
+        "application/yaml": {"schema": {"type": "string"}},
+        "application/json": {"schema": {"type": "object"}},
+    }, "required": True}},
+)
+async def submit_job(request: Request, response: Response, ctl: ControllerDep) -> Submitted:
+    """Submit a job spec (our format or OpenPAI protocol v2) as YAML or JSON."""
+    body = await request.body()
+    if len(body) > MAX_SPEC_BYTES:
+        raise HTTPException(413, f"a job spec may be at most {MAX_SPEC_BYTES} bytes")
+    job = svc.submit(ctl, body, request.headers.get("content-type"))
+    response.headers["Location"] = f"/api/v1/jobs/{job.id}"
+    return Submitted(id=job.id, name=job.name, state=str(job.state))
+
+
+@router.get("", response_model=JobList)
+def list_jobs(
+    ctl: ControllerDep,
+    state: Annotated[list[str] | None, Query()] = None,
+    tenant: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> JobList:
+    jobs = ctl.store.jobs.list([s.upper() for s in state or []], tenant, limit)
+    return JobList(jobs=[JobSummary(**job_summary(j)) for j in jobs])
+
+
+@router.get("/{job_id}", response_model=JobDetail)
+def get_job(job_id: str, ctl: ControllerDep) -> JobDetail:
+    return svc.job_detail(ctl, job_id)
+
+
+@router.post("/{job_id}/cancel", status_code=202, response_model=Cancelled)
+def cancel_job(job_id: str, ctl: ControllerDep) -> Cancelled:
+    job = svc.cancel(ctl, job_id)
+    return Cancelled(id=job.id, state=str(job.state), stop_requested=job.stop_requested)
+
+
+@router.get("/{job_id}/events", response_model=EventList)
+def job_events(job_id: str, ctl: ControllerDep) -> EventList:
+    svc.get_job(ctl, job_id)
+    return EventList(events=[event_out(e) for e in ctl.store.jobs.events(job_id)])
+
+
+@router.get("/{job_id}/logs", response_class=StreamingResponse)
+def job_logs(
+    job_id: str,
+    ctl: ControllerDep,
+    task: Annotated[str | None, Query(pattern=r"^[A-Za-z][A-Za-z0-9_]*/\d+$")] = None,
+    attempt: Annotated[int | None, Query(ge=1)] = None,
+    tail: Annotated[int | None, Query(ge=0, le=100_000)] = None,
+    follow: bool = False,
+) -> StreamingResponse:
+    """A task's stdout and stderr; `follow=true` streams until the task ends."""
+    job = svc.get_job(ctl, job_id)
+    chosen = svc.pick_task(ctl, job, task, attempt)
+    return StreamingResponse(
+        svc.stream_log(ctl, chosen, tail, follow), media_type="text/plain; charset=utf-8"
+    )

@@ -1,0 +1,1 @@
+"""Service functions behind the API's routers."""

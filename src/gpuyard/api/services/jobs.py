@@ -1,0 +1,92 @@
+"""What the job endpoints do: submit, list, show, cancel, events, logs (routers stay thin)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from gpuyard.api.schemas import JobDetail, event_out, job_summary, task_out
+from gpuyard.controller import Controller
+from gpuyard.model import JobState
+from gpuyard.spec import load_job_spec
+from gpuyard.store import JobNotFound, JobRecord, NewJob, TaskRecord
+
+LOG_CHUNK = 64 * 1024
+FOLLOW_POLL_S = 0.2
+
+
+def submit(ctl: Controller, body: bytes, content_type: str | None) -> JobRecord:
+    spec = load_job_spec(body, content_type)  # raises SpecError with every bad field
+    job = ctl.store.jobs.submit(
+        NewJob(spec.name, spec.tenant, spec.priority, spec.retry_count, spec.to_document())
+    )
+    ctl.wake()
+    return job
+
+
+def get_job(ctl: Controller, job_id: str) -> JobRecord:
+    job = ctl.store.jobs.get(job_id)
+    if job is None:
+        raise JobNotFound(job_id)
+    return job
+
+
+def job_detail(ctl: Controller, job_id: str) -> JobDetail:
+    job = get_job(ctl, job_id)
+    nodes = {n.name: n for n in ctl.store.nodes.list()}
+    tasks = [task_out(t, nodes.get(t.node)) for t in ctl.store.jobs.tasks(job_id)]
+    events = [event_out(e) for e in ctl.store.jobs.events(job_id)]
+    return JobDetail(**job_summary(job), spec=job.spec, tasks=tasks, events=events)
+
+
+def cancel(ctl: Controller, job_id: str) -> JobRecord:
+    job = ctl.store.jobs.request_stop(job_id, "Cancelled")
+    ctl.wake()
+    return job
+
+
+def pick_task(ctl: Controller, job: JobRecord, task: str | None, attempt: int | None) -> TaskRecord:
+    """The task whose log is asked for: `role/index` of an attempt (default: first, latest)."""
+    tasks = ctl.store.jobs.tasks(job.id)
+    if attempt is not None:
+        tasks = [t for t in tasks if t.attempt == attempt]
+    elif tasks:
+        latest = max(t.attempt for t in tasks)
+        tasks = [t for t in tasks if t.attempt == latest]
+    if task:
+        tasks = [t for t in tasks if t.name == task]
+    if not tasks:
+        raise LookupError(
+            f"job {job.id} has no task {task or ''} {f'in attempt {attempt}' if attempt else ''}"
+            .strip() + (" yet: it has not started" if job.state == JobState.QUEUED else "")
+        )
+    return tasks[0]
+
+
+async def stream_log(
+    ctl: Controller, task: TaskRecord, tail: int | None, follow: bool
+) -> AsyncIterator[bytes]:
+    engine = ctl.engine
+    if tail is not None:
+        text = engine.tail_log(task.node, task.key, tail)
+        yield text.encode()
+        offset = len(engine.read_log(task.node, task.key, 0, 1 << 30)) if follow else 0
+    else:
+        offset = 0
+        while chunk := engine.read_log(task.node, task.key, offset, LOG_CHUNK):
+            offset += len(chunk)
+            yield chunk
+    while follow:
+        chunk = engine.read_log(task.node, task.key, offset, LOG_CHUNK)
+        if chunk:
+            offset += len(chunk)
+            yield chunk
+            continue
+        current = next((t for t in ctl.store.jobs.tasks(task.job_id, task.attempt)
+                        if t.id == task.id), None)
+        if current is None or current.state.is_final:
+            rest = engine.read_log(task.node, task.key, offset, LOG_CHUNK)
+            if rest:
+                yield rest
+            return
+        await asyncio.sleep(FOLLOW_POLL_S)

@@ -1,0 +1,214 @@
+"""A thin client of the gpuyard REST API (docs/api.md): one method per endpoint.
+
+`ApiClient` wraps an `httpx.Client` (built by `make_http_client`, or given by a test with
+its own transport). Methods return the decoded JSON as plain dicts, or text for logs.
+Failures come out as three exceptions a command can turn into words for people:
+`ServerUnreachable` (nothing listens at the URL), `ConnectionLost` (it went away mid-call)
+and `ApiError` (the server answered with an error status).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+API = "/api/v1"
+
+#: Ordinary calls: bounded everywhere.
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+#: Following logs: bounded to connect, unbounded between chunks (a quiet task is fine).
+FOLLOW_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=None)
+
+
+class ServerUnreachable(Exception):
+    """Nothing answered at the server URL (refused, unknown host, connect timeout)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(f"cannot reach gpuyard at {url}")
+        self.url = url
+
+
+class ConnectionLost(Exception):
+    """The server was reached but the exchange broke off (reset, timeout, bad reply)."""
+
+    def __init__(self, url: str, cause: str) -> None:
+        super().__init__(f"lost the connection to gpuyard at {url}: {cause}")
+        self.url = url
+        self.cause = cause
+
+
+class ApiError(Exception):
+    """The server answered with an error status; `detail` is its sentence."""
+
+    def __init__(self, status: int, detail: str, errors: list[dict[str, Any]] | None = None):
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.errors = errors or []
+
+
+def make_http_client(url: str = DEFAULT_URL, token: str | None = None) -> httpx.Client:
+    """An `httpx.Client` for the server at `url`, sending `token` as a bearer token if set."""
+    headers = {"Accept": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=DEFAULT_TIMEOUT)
+
+
+def error_from_response(response: httpx.Response) -> ApiError:
+    """Read `{"detail", "errors"}` from an error response, tolerating any body."""
+    detail = ""
+    errors: list[dict[str, Any]] = []
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        detail = str(body.get("detail") or "")
+        if isinstance(body.get("errors"), list):
+            errors = [e for e in body["errors"] if isinstance(e, dict)]
+    if not detail:
+        text = response.text.strip()
+        detail = text[:500] if text else f"HTTP {response.status_code} {response.reason_phrase}"
+    return ApiError(response.status_code, detail, errors)
+
+
+def logs_params(
+    task: str | None = None,
+    attempt: int | None = None,
+    tail: int | None = None,
+    follow: bool = False,
+) -> dict[str, str]:
+    """Query parameters of the logs endpoint; unset ones are left out."""
+    params: dict[str, str] = {}
+    if task is not None:
+        params["task"] = task
+    if attempt is not None:
+        params["attempt"] = str(attempt)
+    if tail is not None:
+        params["tail"] = str(tail)
+    if follow:
+        params["follow"] = "true"
+    return params
+
+
+class ApiClient:
+    """One method per REST endpoint of docs/api.md."""
+
+    def __init__(self, http: httpx.Client) -> None:
+        self._http = http
+
+    @property
+    def url(self) -> str:
+        return str(self._http.base_url).rstrip("/")
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- endpoints -------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        """GET /healthz."""
+        return self._json("GET", "/healthz")
+
+    def submit_job(self, spec: bytes, content_type: str = "application/yaml") -> dict[str, Any]:
+        """POST /api/v1/jobs with a YAML (or JSON) spec → `{"id", "name", "state"}`."""
+        return self._json(
+            "POST", f"{API}/jobs", content=spec, headers={"Content-Type": content_type}
+        )
+
+    def list_jobs(
+        self,
+        states: list[str] | None = None,
+        tenant: str | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        """GET /api/v1/jobs → `{"jobs": [JobSummary]}`, newest first."""
+        params: list[tuple[str, str]] = [("state", s) for s in states or []]
+        if tenant is not None:
+            params.append(("tenant", tenant))
+        if limit is not None:
+            params.append(("limit", str(limit)))
+        return self._json("GET", f"{API}/jobs", params=params)
+
+    def get_job(self, job_id: str) -> dict[str, Any]:
+        """GET /api/v1/jobs/{id} → JobDetail."""
+        return self._json("GET", f"{API}/jobs/{job_id}")
+
+    def cancel_job(self, job_id: str) -> dict[str, Any]:
+        """POST /api/v1/jobs/{id}/cancel → `{"id", "state"}`; 409 if it already ended."""
+        return self._json("POST", f"{API}/jobs/{job_id}/cancel")
+
+    def job_events(self, job_id: str) -> dict[str, Any]:
+        """GET /api/v1/jobs/{id}/events → `{"events": [Event]}`, oldest first."""
+        return self._json("GET", f"{API}/jobs/{job_id}/events")
+
+    def job_logs(
+        self,
+        job_id: str,
+        task: str | None = None,
+        attempt: int | None = None,
+        tail: int | None = None,
+    ) -> str:
+        """GET /api/v1/jobs/{id}/logs, all at once (not following)."""
+        response = self._request(
+            "GET", f"{API}/jobs/{job_id}/logs", params=logs_params(task, attempt, tail)
+        )
+        return response.text
+
+    def stream_logs(
+        self,
+        job_id: str,
+        task: str | None = None,
+        attempt: int | None = None,
+        tail: int | None = None,
+        follow: bool = False,
+    ) -> Iterator[str]:
+        """GET /api/v1/jobs/{id}/logs as it arrives; with `follow`, until the task ends.
+
+        A generator: close it (or let it run out) to close the connection.
+        """
+        params = logs_params(task, attempt, tail, follow)
+        timeout = FOLLOW_TIMEOUT if follow else DEFAULT_TIMEOUT
+        path = f"{API}/jobs/{job_id}/logs"
+        with (
+            self._translate_errors(),
+            self._http.stream("GET", path, params=params, timeout=timeout) as response,
+        ):
+            if response.is_error:
+                response.read()
+                raise error_from_response(response)
+            yield from response.iter_text()
+
+    def nodes(self) -> dict[str, Any]:
+        """GET /api/v1/nodes → `{"nodes": [Node]}`."""
+        return self._json("GET", f"{API}/nodes")
+
+    # -- plumbing --------------------------------------------------------------------
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        response = self._request(method, path, **kwargs)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise ConnectionLost(self.url, f"the reply to {method} {path} is not JSON") from exc
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        with self._translate_errors():
+            response = self._http.request(method, path, **kwargs)
+        if response.is_error:
+            raise error_from_response(response)
+        return response
+
+    @contextmanager
+    def _translate_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as exc:
+            raise ServerUnreachable(self.url) from exc
+        except httpx.TransportError as exc:
+            raise ConnectionLost(self.url, str(exc) or type(exc).__name__) from exc

@@ -1,0 +1,336 @@
+"""The `gpuyard` commands: submit, jobs, show, logs, cancel, nodes.
+
+The app talks to the server over HTTP only (`ApiClient`). The server URL comes from
+`--url` or `GPUYARD_URL`; a token in `GPUYARD_TOKEN` is sent as a bearer token.
+
+Exit codes: 0 ok; 1 the server said no (unknown job, already ended, other HTTP errors) or
+a waited-for job did not succeed; 2 bad usage or a spec the server rejected (422);
+3 the server cannot be reached; 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from gpuyard.cli.client import (
+    DEFAULT_URL,
+    ApiClient,
+    ApiError,
+    ConnectionLost,
+    ServerUnreachable,
+    make_http_client,
+)
+from gpuyard.cli.follow import JobWatcher
+from gpuyard.cli.render import (
+    JOB_STATES,
+    final_status,
+    render_job,
+    render_jobs,
+    render_nodes,
+    render_spec_errors,
+    render_submitted,
+)
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+EXIT_INTERRUPTED = 130
+
+HTTP_NOT_FOUND = 404
+HTTP_CONFLICT = 409
+HTTP_INVALID = 422
+
+TASK_REF = re.compile(r"^(?P<role>[^/\s]+)(?:/(?P<index>\d+))?$")
+
+app = typer.Typer(
+    name="gpuyard",
+    help="gpuyard: submit and watch deep-learning jobs on a shared GPU cluster.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+
+class Output(enum.StrEnum):
+    table = "table"
+    json = "json"
+
+
+@dataclass
+class Session:
+    """Per-invocation state: where the server is, the consoles, a lazily made client."""
+
+    url: str
+    token: str | None
+    out: Console = field(default_factory=lambda: Console(highlight=False))
+    err: Console = field(default_factory=lambda: Console(stderr=True, highlight=False))
+    _client: ApiClient | None = None
+
+    @property
+    def client(self) -> ApiClient:
+        if self._client is None:
+            self._client = ApiClient(make_http_client(self.url, self.token))
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+
+# -- pure helpers (tested directly) ----------------------------------------------------
+
+
+def normalize_url(url: str) -> str:
+    """`127.0.0.1:8080` → `http://127.0.0.1:8080`; no trailing slash."""
+    url = url.strip().rstrip("/")
+    if "://" not in url:
+        url = f"http://{url}"
+    return url
+
+
+def parse_task(value: str | None) -> str | None:
+    """`--task ROLE/INDEX` (or just `ROLE`, meaning index 0) → `role/index`."""
+    if value is None:
+        return None
+    match = TASK_REF.match(value.strip())
+    if not match:
+        raise typer.BadParameter(f"{value!r} is not ROLE/INDEX (for example worker/0)")
+    return f"{match['role']}/{int(match['index'] or 0)}"
+
+
+def parse_states(values: list[str] | None) -> list[str] | None:
+    """`--state running` → `RUNNING`; unknown states are a usage error."""
+    if not values:
+        return values
+    states = [v.strip().upper() for v in values]
+    for state in states:
+        if state not in JOB_STATES:
+            raise typer.BadParameter(f"{state!r} is not one of {', '.join(JOB_STATES)}")
+    return states
+
+
+def unreachable_message(url: str) -> str:
+    return (
+        f"cannot reach gpuyard at {url}: is the server running? "
+        "start it with `make run` or `gpuyard up`"
+    )
+
+
+def error_message(exc: ApiError, job_id: str | None = None) -> str:
+    """Words for an HTTP error: `no job X` for an unknown job, else the server's detail."""
+    if exc.status == HTTP_NOT_FOUND and job_id is not None:
+        return f"no job {job_id}"
+    return f"error: {exc.detail} (HTTP {exc.status})"
+
+
+def print_json(data: Any) -> None:
+    """Raw API JSON on stdout, for scripts (no colours, no wrapping)."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+# -- error handling --------------------------------------------------------------------
+
+
+def fail(session: Session, message: str, code: int = EXIT_FAILED) -> NoReturn:
+    session.err.print(Text(message, style="red"), soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def api_errors(session: Session, job_id: str | None = None) -> Iterator[None]:
+    """Turn expected failures into a sentence and an exit code, never a traceback."""
+    try:
+        yield
+    except ServerUnreachable as exc:
+        fail(session, unreachable_message(exc.url), EXIT_UNREACHABLE)
+    except ConnectionLost as exc:
+        fail(session, str(exc), EXIT_UNREACHABLE)
+    except ApiError as exc:
+        fail(session, error_message(exc, job_id))
+
+
+def session_of(ctx: typer.Context) -> Session:
+    """The `Session` the app callback made for this invocation."""
+    session = ctx.find_object(Session)
+    if session is None:  # a command invoked without the app callback (should not happen)
+        session = Session(url=DEFAULT_URL, token=os.environ.get("GPUYARD_TOKEN") or None)
+        ctx.obj = session
+    return session
+
+
+# -- commands --------------------------------------------------------------------------
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    url: Annotated[
+        str, typer.Option("--url", envvar="GPUYARD_URL", help="Server URL.")
+    ] = DEFAULT_URL,
+) -> None:
+    """gpuyard: submit and watch deep-learning jobs on a shared GPU cluster."""
+    session = Session(url=normalize_url(url), token=os.environ.get("GPUYARD_TOKEN") or None)
+    ctx.obj = session
+    ctx.call_on_close(session.close)
+
+
+@app.command()
+def submit(
+    ctx: typer.Context,
+    file: Annotated[
+        Path,
+        typer.Argument(exists=True, dir_okay=False, readable=True, help="Job spec (YAML)."),
+    ],
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Wait for the job, streaming its logs.")
+    ] = False,
+) -> None:
+    """Submit a job spec; prints the new job's id."""
+    session = session_of(ctx)
+    with api_errors(session):
+        try:
+            job = session.client.submit_job(file.read_bytes())
+        except ApiError as exc:
+            if exc.status != HTTP_INVALID:
+                raise
+            render_spec_errors(session.err, exc.detail, exc.errors)
+            raise typer.Exit(EXIT_USAGE) from None
+    session.err.print(Text(f"submitted job {job.get('name', '')!r} ({job.get('state')})"))
+    session.out.print(Text(str(job.get("id"))))
+    if not wait:
+        render_submitted(session.err, job)
+        return
+    raise typer.Exit(wait_for(session, str(job.get("id"))))
+
+
+def wait_for(session: Session, job_id: str) -> int:
+    """Follow a job to its end; the exit code says whether it succeeded."""
+    watcher = JobWatcher(session.client, job_id, sys.stdout, session.err)
+    with api_errors(session, job_id):
+        try:
+            job = watcher.run()
+        except KeyboardInterrupt:
+            session.err.print(
+                Text(f"\nstopped waiting; job {job_id} keeps running "
+                     f"(gpuyard show {job_id}, gpuyard cancel {job_id})", style="yellow")
+            )
+            return EXIT_INTERRUPTED
+    session.err.print(final_status(job))
+    return EXIT_OK if job.get("state") == "SUCCEEDED" else EXIT_FAILED
+
+
+@app.command()
+def jobs(
+    ctx: typer.Context,
+    state: Annotated[
+        list[str] | None,
+        typer.Option("--state", help="Only jobs in this state (repeatable).",
+                     callback=parse_states),
+    ] = None,
+    tenant: Annotated[str | None, typer.Option("--tenant", help="Only this tenant's jobs.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N jobs.")] = None,
+    output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
+) -> None:
+    """List jobs, newest first."""
+    session = session_of(ctx)
+    with api_errors(session):
+        data = session.client.list_jobs(states=state, tenant=tenant, limit=limit)
+    if output is Output.json:
+        print_json(data)
+    else:
+        render_jobs(session.out, data.get("jobs") or [])
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    job_id: Annotated[str, typer.Argument(help="Job id.")],
+    output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
+) -> None:
+    """Show one job: its state, tasks and events."""
+    session = session_of(ctx)
+    with api_errors(session, job_id):
+        job = session.client.get_job(job_id)
+    if output is Output.json:
+        print_json(job)
+    else:
+        render_job(session.out, job)
+
+
+@app.command()
+def logs(
+    ctx: typer.Context,
+    job_id: Annotated[str, typer.Argument(help="Job id.")],
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep streaming until the task ends.")
+    ] = False,
+    task: Annotated[
+        str | None,
+        typer.Option("--task", metavar="ROLE/INDEX", callback=parse_task,
+                     help="Task (default: the first task)."),
+    ] = None,
+    attempt: Annotated[
+        int | None, typer.Option("--attempt", min=0, help="Attempt (default: the latest).")
+    ] = None,
+    tail: Annotated[int | None, typer.Option("--tail", min=0, help="Last N lines.")] = None,
+) -> None:
+    """Print (or follow) a task's logs."""
+    session = session_of(ctx)
+    with api_errors(session, job_id if task is None and attempt is None else None):
+        stream = session.client.stream_logs(
+            job_id, task=task, attempt=attempt, tail=tail, follow=follow
+        )
+        try:
+            with closing(stream):
+                for chunk in stream:
+                    sys.stdout.write(chunk)
+                    sys.stdout.flush()
+        except KeyboardInterrupt:
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+@app.command()
+def cancel(
+    ctx: typer.Context,
+    job_id: Annotated[str, typer.Argument(help="Job id.")],
+) -> None:
+    """Cancel a job (it ends as STOPPED)."""
+    session = session_of(ctx)
+    with api_errors(session, job_id):
+        try:
+            result = session.client.cancel_job(job_id)
+        except ApiError as exc:
+            if exc.status != HTTP_CONFLICT:
+                raise
+            fail(session, f"job {job_id} already ended; nothing to cancel")
+    session.out.print(Text.assemble(f"cancelling job {job_id}: state ",
+                                    (str(result.get("state")), "bold")))
+
+
+@app.command()
+def nodes(
+    ctx: typer.Context,
+    output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
+) -> None:
+    """List nodes and their GPUs."""
+    session = session_of(ctx)
+    with api_errors(session):
+        data = session.client.nodes()
+    if output is Output.json:
+        print_json(data)
+    else:
+        render_nodes(session.out, data.get("nodes") or [])

@@ -1,0 +1,370 @@
+"""Rich rendering of API answers for people.
+
+Every function takes plain dicts shaped as in docs/api.md (camelCase keys) and a
+`rich.console.Console`, so they can be tested with `Console(record=True)`. Text that comes
+from the server is always wrapped in `Text` (never parsed as markup). Missing keys render
+as "-" rather than failing: the CLI must not crash on a field the server left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+JOB_STATES = ("QUEUED", "SCHEDULED", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED")
+FINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
+
+STATE_STYLES = {
+    "QUEUED": "yellow",
+    "SCHEDULED": "cyan",
+    "RUNNING": "bold blue",
+    "SUCCEEDED": "bold green",
+    "FAILED": "bold red",
+    "STOPPED": "magenta",
+    "PENDING": "dim",
+    "STARTING": "cyan",
+}
+
+NONE = "-"
+
+
+# -- small formatters ------------------------------------------------------------------
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """An API time (`2026-11-22T01:02:03.456Z`) as an aware datetime; None if absent/bad."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def relative_time(value: str | None, now: datetime | None = None) -> str:
+    """`3m ago`, `2h ago`, `just now`; "-" when there is no time."""
+    when = parse_time(value)
+    if when is None:
+        return NONE if not value else str(value)
+    seconds = int(((now or datetime.now(UTC)) - when).total_seconds())
+    if seconds < 0:
+        return "just now" if seconds > -60 else f"in {_span(-seconds)}"
+    if seconds < 5:
+        return "just now"
+    return f"{_span(seconds)} ago"
+
+
+def _span(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def absolute_time(value: str | None) -> str:
+    """`2026-11-22 01:02:03` (UTC); "-" when there is no time."""
+    when = parse_time(value)
+    if when is None:
+        return NONE if not value else str(value)
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def state_text(state: str | None) -> Text:
+    """A job or task state, coloured."""
+    if not state:
+        return Text(NONE, style="dim")
+    return Text(state, style=STATE_STYLES.get(state, ""))
+
+
+def plain(value: Any) -> Text:
+    """Any value as literal text ("-" for None or empty)."""
+    if value is None or value == "":
+        return Text(NONE, style="dim")
+    return Text(str(value))
+
+
+def format_cpu(cores: Any) -> str:
+    try:
+        return f"{float(cores):g}"
+    except (TypeError, ValueError):
+        return NONE
+
+
+def format_mb(mb: Any) -> str:
+    """Megabytes for people: `512 MiB`, `80 GiB`, `1.5 GiB`."""
+    try:
+        value = float(mb)
+    except (TypeError, ValueError):
+        return NONE
+    if value < 1024:
+        return f"{value:g} MiB"
+    return f"{value / 1024:.1f}".removesuffix(".0") + " GiB"
+
+
+def format_task_gpus(gpus: list[dict[str, Any]] | None) -> Text:
+    """A task's GPUs: `0,1 H100`, with a clear `(fake)` when any of them is fake."""
+    if not gpus:
+        return Text(NONE, style="dim")
+    indices = ",".join(str(g.get("index", "?")) for g in gpus)
+    types = "/".join(dict.fromkeys(str(g.get("type") or "GPU") for g in gpus))
+    text = Text(f"{indices} {types}")
+    if any(g.get("fake") for g in gpus):
+        text.append(" (fake)", style="bold magenta")
+    return text
+
+
+def job_note(job: dict[str, Any]) -> Text:
+    """Why a job ended (its reason) or why it waits (its pending reason)."""
+    if job.get("reason"):
+        style = "red" if job.get("state") == "FAILED" else ""
+        return Text(str(job["reason"]), style=style)
+    if job.get("pendingReason"):
+        return Text(str(job["pendingReason"]), style="yellow")
+    return Text("")
+
+
+# -- jobs ------------------------------------------------------------------------------
+
+
+def render_jobs(console: Console, jobs: list[dict[str, Any]], now: datetime | None = None) -> None:
+    """The `gpuyard jobs` table."""
+    if not jobs:
+        console.print("no jobs", style="dim")
+        return
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for name in ("ID", "NAME", "TENANT", "STATE", "GPUS", "ATTEMPT", "SUBMITTED"):
+        table.add_column(name, no_wrap=name in ("ID", "STATE", "SUBMITTED"))
+    table.add_column("REASON/PENDING", overflow="fold")
+    for job in jobs:
+        table.add_row(
+            plain(job.get("id")),
+            plain(job.get("name")),
+            plain(job.get("tenant")),
+            state_text(job.get("state")),
+            plain(job.get("gpus")),
+            plain(job.get("attempt")),
+            Text(relative_time(job.get("submittedAt"), now)),
+            job_note(job),
+        )
+    console.print(table)
+
+
+# -- one job ---------------------------------------------------------------------------
+
+
+def render_job(console: Console, job: dict[str, Any], now: datetime | None = None) -> None:
+    """The `gpuyard show` page: header, pending panel, tasks, events."""
+    console.print(job_header(job, now))
+    if job.get("pendingReason") and job.get("state") not in FINAL_STATES:
+        console.print(pending_panel(job))
+    console.print(tasks_table(job.get("tasks") or []))
+    console.print(events_table(job.get("events") or []))
+
+
+def job_header(job: dict[str, Any], now: datetime | None = None) -> Panel:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_row("name", plain(job.get("name")))
+    grid.add_row("tenant", plain(job.get("tenant")))
+    grid.add_row("state", state_text(job.get("state")))
+    if job.get("reason"):
+        grid.add_row("reason", job_note({"reason": job["reason"], "state": job.get("state")}))
+    grid.add_row("priority", plain(job.get("priority")))
+    grid.add_row("gpus", plain(job.get("gpus")))
+    grid.add_row("attempt", Text(attempt_summary(job)))
+    for label, key in (("submitted", "submittedAt"), ("started", "startedAt"),
+                       ("finished", "finishedAt")):
+        grid.add_row(label, Text(when_summary(job.get(key), now)))
+    title = Text.assemble("job ", (str(job.get("id", "?")), "bold"))
+    return Panel(grid, title=title, title_align="left", expand=False)
+
+
+def attempt_summary(job: dict[str, Any]) -> str:
+    """`2 (retries used 1 of 3)`."""
+    attempt = job.get("attempt")
+    text = NONE if attempt is None else str(attempt)
+    if job.get("retryCount") is not None:
+        text += f" (retries used {job.get('retriesUsed') or 0} of {job['retryCount']})"
+    return text
+
+
+def when_summary(value: str | None, now: datetime | None = None) -> str:
+    """`2026-11-22 01:02:03 UTC (3m ago)`."""
+    if not value:
+        return NONE
+    return f"{absolute_time(value)} UTC ({relative_time(value, now)})"
+
+
+def pending_panel(job: dict[str, Any]) -> Panel:
+    body = Text(str(job.get("pendingReason")), style="yellow")
+    return Panel(body, title=Text(f"{job.get('state')}: waiting because", style="bold yellow"),
+                 title_align="left", border_style="yellow", expand=False)
+
+
+def tasks_table(tasks: list[dict[str, Any]]) -> Table | Text:
+    if not tasks:
+        return Text("no tasks yet", style="dim")
+    table = Table(title="tasks", title_justify="left", title_style="bold", header_style="bold")
+    for name in ("TASK", "ATTEMPT", "STATE", "NODE", "GPUS", "EXIT", "REASON"):
+        table.add_column(name, no_wrap=name in ("TASK", "STATE"))
+    for task in tasks:
+        table.add_row(
+            Text(f"{task.get('role', '?')}/{task.get('index', '?')}"),
+            plain(task.get("attempt")),
+            state_text(task.get("state")),
+            plain(task.get("node")),
+            format_task_gpus(task.get("gpus")),
+            plain(task.get("exitCode")),
+            task_reason(task),
+        )
+    return table
+
+
+def task_reason(task: dict[str, Any]) -> Text:
+    """A task's reason and, dimmer, its message."""
+    text = Text(str(task.get("reason") or ""))
+    if task.get("message"):
+        if text:
+            text.append(": ")
+        text.append(str(task["message"]), style="dim")
+    return text if text else plain(None)
+
+
+def transition(event: dict[str, Any]) -> Text:
+    """`QUEUED → SCHEDULED`; the first event comes from `(new)`."""
+    source = event.get("fromState")
+    text = state_text(source) if source else Text("(new)", style="dim")
+    text.append(" → ")
+    text.append_text(state_text(event.get("toState")))
+    return text
+
+
+def events_table(events: list[dict[str, Any]]) -> Table | Text:
+    if not events:
+        return Text("no events", style="dim")
+    table = Table(title="events", title_justify="left", title_style="bold", header_style="bold")
+    for name in ("TIME (UTC)", "TRANSITION", "REASON", "TASK", "MESSAGE"):
+        table.add_column(name, no_wrap=name in ("TIME (UTC)", "TRANSITION"))
+    for event in events:
+        table.add_row(
+            Text(absolute_time(event.get("time"))),
+            transition(event),
+            plain(event.get("reason")),
+            task_ref(event),
+            plain(event.get("message")),
+        )
+    return table
+
+
+def task_ref(event: dict[str, Any]) -> Text:
+    """An event's `role/index` and, when known, its attempt: `worker/0 #2`."""
+    if not event.get("task"):
+        return plain(None)
+    text = Text(str(event["task"]))
+    if event.get("attempt") is not None:
+        text.append(f" #{event['attempt']}", style="dim")
+    return text
+
+
+# -- nodes -----------------------------------------------------------------------------
+
+
+def render_nodes(console: Console, nodes: list[dict[str, Any]]) -> None:
+    """The `gpuyard nodes` page: a header line and a GPU table per node."""
+    if not nodes:
+        console.print("no nodes", style="dim")
+        return
+    for number, node in enumerate(nodes):
+        if number:
+            console.print()
+        console.print(node_header(node))
+        console.print(gpus_table(node.get("gpus") or []))
+
+
+def node_header(node: dict[str, Any]) -> Text:
+    """`node-1  CPU 4/16  memory 8/64 GiB  GPUs 1/4`, marked when unschedulable."""
+    allocated = node.get("allocated") or {}
+    gpus = node.get("gpus") or []
+    text = Text(str(node.get("name", "?")), style="bold")
+    text.append(f"  CPU {format_cpu(allocated.get('cpu', 0))}/{format_cpu(node.get('cpu'))}")
+    text.append(f"  memory {format_mb(allocated.get('memoryMB', 0))}"
+                f"/{format_mb(node.get('memoryMB'))}")
+    text.append(f"  GPUs {allocated.get('gpus', 0)}/{len(gpus)} in use")
+    if node.get("schedulable") is False:
+        text.append("  UNSCHEDULABLE", style="bold red")
+    return text
+
+
+def gpus_table(gpus: Iterable[dict[str, Any]]) -> Table | Text:
+    gpus = list(gpus)
+    if not gpus:
+        return Text("  no GPUs", style="dim")
+    table = Table(header_style="bold")
+    for name in ("GPU", "TYPE", "MEMORY", "KIND", "HEALTH", "JOB"):
+        table.add_column(name, no_wrap=True)
+    for gpu in gpus:
+        table.add_row(
+            plain(gpu.get("index")),
+            plain(gpu.get("type")),
+            Text(format_mb(gpu.get("memoryMB"))),
+            Text("FAKE", style="bold magenta") if gpu.get("fake") else Text("real"),
+            health_text(gpu.get("healthy")),
+            plain(gpu.get("job")) if gpu.get("job") else Text("free", style="green"),
+        )
+    return table
+
+
+def health_text(healthy: Any) -> Text:
+    if healthy is None:
+        return plain(None)
+    return Text("healthy", style="green") if healthy else Text("UNHEALTHY", style="bold red")
+
+
+# -- submit ----------------------------------------------------------------------------
+
+
+def render_spec_errors(console: Console, detail: str, errors: list[dict[str, Any]]) -> None:
+    """A 422: the server's sentence, then one `path: message` line per field error."""
+    console.print(Text.assemble(("spec rejected: ", "bold red"), str(detail)))
+    lines = [
+        Text.assemble("  • ", (str(e.get("path") or "(spec)"), "bold"), ": ",
+                      str(e.get("message", "")))
+        for e in errors
+    ]
+    if lines:
+        console.print(Group(*lines))
+
+
+def render_submitted(console: Console, job: dict[str, Any]) -> None:
+    """Hints after a submit (the id itself goes to stdout, alone, for scripts)."""
+    job_id = job.get("id", "?")
+    console.print(Text(f"  see it:  gpuyard show {job_id}", style="dim"))
+    console.print(Text(f"  logs:    gpuyard logs {job_id} -f", style="dim"))
+
+
+def wait_status(job: dict[str, Any]) -> Text:
+    """The spinner line while waiting: `QUEUED: waiting for 4 GPUs`."""
+    text = Text.assemble("job ", (str(job.get("id", "?")), "bold"), " ")
+    text.append_text(state_text(job.get("state")))
+    if job.get("pendingReason"):
+        text.append(f": {job['pendingReason']}", style="yellow")
+    elif job.get("state") == "RUNNING":
+        text.append(": waiting for the job to end", style="dim")
+    return text
+
+
+def final_status(job: dict[str, Any]) -> Text:
+    """`job abc SUCCEEDED` or `job abc FAILED: OOMKilled`."""
+    text = Text.assemble("job ", (str(job.get("id", "?")), "bold"), " ")
+    text.append_text(state_text(job.get("state")))
+    if job.get("reason"):
+        text.append(f": {job['reason']}")
+    return text

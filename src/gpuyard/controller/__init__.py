@@ -1,0 +1,5 @@
+"""The controller loop: store → snapshot → scheduler → bind → engine; lifecycle and retries."""
+
+from gpuyard.controller.loop import Controller
+
+__all__ = ["Controller"]

@@ -1,0 +1,234 @@
+"""The controller: the loop that drives every job from the store through the engine.
+
+One cycle, in order (each phase loads, does its I/O outside any transaction, then applies):
+
+1. observe   — ask the engine how every active task is doing; record starts and exits
+               (exactly once), release what ended;
+2. settle    — turn the task ends of each bound job into the job's state: run, succeed,
+               retry as a new attempt, fail, stop; stop the siblings of a failed task;
+3. enforce   — cancels and `maxRuntime`: SIGTERM, a grace period, then SIGKILL;
+4. schedule  — snapshot → `scheduler.schedule` → bind in the store → start on the engine.
+
+The database is the truth and the engine is told: a decision is written before it is acted
+on, so the first cycle after a restart reconciles (adopts live tasks, records exits that
+happened while the server was down).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+
+from gpuyard.controller.launch import build_launch
+from gpuyard.controller.lifecycle import Outcome, Verdict, decide, task_end_state
+from gpuyard.engine import Engine, NodeUnavailable
+from gpuyard.model import Clock, JobState, Node, Resources, TaskPlacement, TaskReason, TaskState
+from gpuyard.runtime.types import TaskPhase, TaskStatus
+from gpuyard.scheduler import schedule
+from gpuyard.spec import JobSpec, job_demand, parse_job_spec
+from gpuyard.store import JobRecord, NewTask, Store, TaskRecord
+
+log = logging.getLogger("gpuyard.controller")
+
+NODE_RECORD_INTERVAL_S = 30.0
+
+
+class Controller:
+    def __init__(
+        self, store: Store, engine: Engine, clock: Clock, *, interval_s: float = 0.5,
+        stop_grace_s: float = 10.0, pids_limit: int = 4096,
+    ) -> None:
+        self.store = store
+        self.engine = engine
+        self.clock = clock
+        self.interval_s = interval_s
+        self.stop_grace_s = stop_grace_s
+        self.pids_limit = pids_limit
+        self._specs: dict[str, JobSpec] = {}
+        self._wake = threading.Event()
+        self._halt = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._nodes_recorded_at = float("-inf")
+        self.cycles = 0
+
+    # ---- the background loop ---------------------------------------------------------
+
+    def start(self) -> None:
+        self._halt.clear()
+        self._thread = threading.Thread(target=self._run, name="gpuyard-controller", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._halt.set()
+        self._wake.set()
+        if self._thread:
+            self._thread.join(timeout=10)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._halt.is_set():
+            try:
+                self.run_cycle()
+            except Exception:  # a bad cycle must not stop the loop; the next one retries
+                log.exception("controller cycle failed")
+            self._wake.wait(self.interval_s)
+            self._wake.clear()
+
+    def run_cycle(self) -> None:
+        nodes = self.engine.nodes()
+        self._record_nodes(nodes)
+        self._observe()
+        self._settle()
+        self._enforce()
+        self._schedule(nodes)
+        self.cycles += 1
+
+    # ---- 1. observe ------------------------------------------------------------------
+
+    def _observe(self) -> None:
+        tasks = self.store.jobs.active_tasks()
+        statuses = [(t, self._status(t)) for t in tasks]
+        for task, status in statuses:
+            self._apply_status(task, status)
+
+    def _status(self, task: TaskRecord) -> TaskStatus:
+        try:
+            return self.engine.status(task.node, task.key)
+        except NodeUnavailable:
+            return TaskStatus(task.key, TaskPhase.UNKNOWN)
+
+    def _apply_status(self, task: TaskRecord, status: TaskStatus) -> None:
+        jobs = self.store.jobs
+        if status.phase in (TaskPhase.RUNNING, TaskPhase.EXITED) and task.state == TaskState.STARTING:
+            jobs.task_running(task.id, status.started_at or self.clock.now())
+        if status.phase == TaskPhase.EXITED and status.exit is not None:
+            job = jobs.get(task.job_id)
+            stop_reason = _stop_reason(job, task)
+            state, reason = task_end_state(status.exit, stop_reason)
+            message = status.exit.message or None
+            if jobs.task_ended(task.id, state, status.exit.exit_code, reason, message,
+                               status.exit.finished_at):
+                self._release(task)
+        elif status.phase == TaskPhase.UNKNOWN:
+            message = f"node {task.node} has no trace of the task (node lost or restarted)"
+            jobs.task_ended(task.id, TaskState.FAILED, None, TaskReason.NODE_LOST, message,
+                            self.clock.now())
+
+    def _release(self, task: TaskRecord) -> None:
+        try:
+            self.engine.release(task.node, task.key)
+        except (NodeUnavailable, OSError) as e:
+            log.warning("could not release task %s on %s: %s", task.key, task.node, e)
+
+    # ---- 2. settle -------------------------------------------------------------------
+
+    def _settle(self) -> None:
+        for job in self.store.jobs.in_states(JobState.SCHEDULED, JobState.RUNNING):
+            tasks = self.store.jobs.tasks(job.id, attempt=job.attempt)
+            if job.state == JobState.SCHEDULED and any(t.started_at for t in tasks):
+                job = self.store.jobs.move(job.id, JobState.RUNNING, "Started",
+                                           started_at=job.started_at or self.clock.now())
+            if any(t.state == TaskState.FAILED for t in tasks):
+                self._stop_tasks(tasks)
+            self._apply_outcome(job, decide(job, tasks))
+
+    def _apply_outcome(self, job: JobRecord, outcome: Outcome) -> None:
+        jobs = self.store.jobs
+        if outcome.verdict is Verdict.WAIT:
+            return
+        if outcome.verdict in (Verdict.RETRY, Verdict.RETRY_UNCOUNTED):
+            used = job.retries_used + (outcome.verdict is Verdict.RETRY)
+            note = f"retry {used}/{job.retry_count}" if outcome.verdict is Verdict.RETRY \
+                else "platform failure, retried without counting"
+            jobs.move(job.id, JobState.QUEUED, outcome.reason,
+                      f"{note}; {outcome.message}" if outcome.message else note,
+                      attempt=job.attempt + 1, retries_used=used)
+            return
+        jobs.move(job.id, outcome.job_state, outcome.reason, outcome.message)
+        self._specs.pop(job.id, None)
+
+    # ---- 3. enforce ------------------------------------------------------------------
+
+    def _enforce(self) -> None:
+        now = self.clock.now()
+        for job in self.store.jobs.in_states(JobState.RUNNING):
+            limit = self._spec(job).max_runtime_s
+            if limit and job.started_at and now - job.started_at > limit and not job.stop_requested:
+                self.store.jobs.request_stop(job.id, TaskReason.TIMEOUT)
+        for job in self.store.jobs.stop_requested():
+            if job.state == JobState.QUEUED:
+                self.store.jobs.move(job.id, JobState.STOPPED, job.stop_requested,
+                                     "stopped before it started")
+            else:
+                self._stop_tasks(self.store.jobs.tasks(job.id, attempt=job.attempt))
+
+    def _stop_tasks(self, tasks: Sequence[TaskRecord]) -> None:
+        to_stop = [t for t in tasks if not t.state.is_final and not t.stop_sent]
+        for t in to_stop:
+            try:
+                self.engine.stop(t.node, t.key, self.stop_grace_s)
+            except NodeUnavailable as e:
+                log.warning("could not stop %s: %s", t.key, e)
+        if to_stop:
+            self.store.jobs.stop_sent(t.id for t in to_stop)
+
+    # ---- 4. schedule -----------------------------------------------------------------
+
+    def _schedule(self, nodes: list[Node]) -> None:
+        queued = [j for j in self.store.jobs.in_states(JobState.QUEUED) if not j.stop_requested]
+        if not queued:
+            return
+        held = [_placement(t) for t in self.store.jobs.active_tasks()]
+        by_id = {j.id: j for j in queued}
+        demands = [job_demand(self._spec(j), j.id, j.seq) for j in queued]
+        # the snapshot was charged by `schedule` (assume); bind commits, start tells the node
+        result = schedule(nodes, held, demands)
+        self.store.jobs.set_pending(
+            {jid: (str(r.code), r.message) for jid, r in result.pending_reasons.items()}
+        )
+        node_by_name = {n.name: n for n in nodes}
+        for placement in result.admit:
+            job = by_id[placement.job_id]
+            bound = self.store.jobs.bind(job.id, job.attempt, [
+                NewTask(t.role, t.index, t.node, t.gpu_indices, t.resources.cpu_milli,
+                        t.resources.memory_mb)
+                for t in placement.tasks
+            ])
+            for task in bound:
+                self._launch(job, task, node_by_name[task.node])
+
+    def _launch(self, job: JobRecord, task: TaskRecord, node: Node) -> None:
+        try:
+            self.engine.start(node.name, build_launch(job, self._spec(job), task, node, self.pids_limit))
+        except Exception as e:  # any start failure is the platform's, and retried
+            log.warning("could not start %s: %s", task.key, e)
+            self.store.jobs.task_ended(task.id, TaskState.FAILED, None, TaskReason.AGENT_ERROR,
+                                       f"could not start the task: {e}", self.clock.now())
+
+    # ---- helpers ---------------------------------------------------------------------
+
+    def _spec(self, job: JobRecord) -> JobSpec:
+        spec = self._specs.get(job.id)
+        if spec is None:
+            spec = self._specs[job.id] = parse_job_spec(job.spec)
+        return spec
+
+    def _record_nodes(self, nodes: list[Node]) -> None:
+        now = self.clock.now()
+        if now - self._nodes_recorded_at >= NODE_RECORD_INTERVAL_S:
+            self.store.nodes.record(nodes, self.engine.name)
+            self._nodes_recorded_at = now
+
+
+def _stop_reason(job: JobRecord | None, task: TaskRecord) -> str | None:
+    if job is not None and job.stop_requested:
+        return job.stop_requested
+    return TaskReason.CANCELLED if task.stop_sent else None
+
+
+def _placement(t: TaskRecord) -> TaskPlacement:
+    used = Resources(t.cpu_milli, t.memory_mb, len(t.gpus))
+    return TaskPlacement(t.role, t.index, t.node, t.gpus, used)

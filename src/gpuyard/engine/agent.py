@@ -1,0 +1,48 @@
+"""`NodeAgent`: one node's side of the engine — its inventory, and its tasks' lives.
+
+A plain class: the local engine holds one in-process; a distributed engine runs one per node.
+"""
+
+from __future__ import annotations
+
+from gpuyard.model import Node
+from gpuyard.runtime.executor import ContainerRuntime
+from gpuyard.runtime.types import TaskLaunch, TaskStatus
+
+
+class NodeAgent:
+    def __init__(self, node: Node, runtime: ContainerRuntime) -> None:
+        self._node = node
+        self._runtime = runtime
+
+    @property
+    def name(self) -> str:
+        return self._node.name
+
+    @property
+    def runtime_name(self) -> str:
+        return self._runtime.name
+
+    def inventory(self) -> Node:
+        return self._node
+
+    def start(self, launch: TaskLaunch) -> None:
+        self._runtime.start(launch)
+
+    def status(self, key: str) -> TaskStatus:
+        return self._runtime.status(key)
+
+    def stop(self, key: str, grace_s: float) -> None:
+        self._runtime.stop(key, grace_s)
+
+    def read_log(self, key: str, offset: int, limit: int) -> bytes:
+        return self._runtime.read_log(key, offset, limit)
+
+    def tail_log(self, key: str, lines: int) -> str:
+        return self._runtime.tail_log(key, lines)
+
+    def release(self, key: str) -> None:
+        self._runtime.remove(key)
+
+    def keys(self) -> list[str]:
+        return self._runtime.keys()

@@ -1,0 +1,36 @@
+"""The `Engine` interface: where nodes come from and how tasks reach them.
+
+The controller talks only to this interface; `local` runs one in-process `NodeAgent` for this
+machine, and the Ray engine (a later issue) runs one agent per Ray node.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from gpuyard.model import Node
+from gpuyard.runtime.types import TaskLaunch, TaskStatus
+
+
+class NodeUnavailable(RuntimeError):
+    """The node is gone or its agent does not answer."""
+
+
+class Engine(Protocol):
+    name: str
+
+    def nodes(self) -> list[Node]: ...
+
+    def start(self, node: str, launch: TaskLaunch) -> None: ...
+
+    def status(self, node: str, key: str) -> TaskStatus: ...
+
+    def stop(self, node: str, key: str, grace_s: float) -> None: ...
+
+    def read_log(self, node: str, key: str, offset: int, limit: int) -> bytes: ...
+
+    def tail_log(self, node: str, key: str, lines: int) -> str: ...
+
+    def release(self, node: str, key: str) -> None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,46 @@
+"""The local engine: this machine is the only node, its agent runs in the server process."""
+
+from __future__ import annotations
+
+from gpuyard.engine.agent import NodeAgent
+from gpuyard.engine.base import NodeUnavailable
+from gpuyard.model import Node
+from gpuyard.runtime.types import TaskLaunch, TaskPhase, TaskStatus
+
+
+class LocalEngine:
+    name = "local"
+
+    def __init__(self, agent: NodeAgent) -> None:
+        self._agent = agent
+
+    def nodes(self) -> list[Node]:
+        return [self._agent.inventory()]
+
+    def _on(self, node: str) -> NodeAgent:
+        if node != self._agent.name:
+            raise NodeUnavailable(f"node {node} is not part of this cluster")
+        return self._agent
+
+    def start(self, node: str, launch: TaskLaunch) -> None:
+        self._on(node).start(launch)
+
+    def status(self, node: str, key: str) -> TaskStatus:
+        if node != self._agent.name:
+            return TaskStatus(key, TaskPhase.UNKNOWN)
+        return self._agent.status(key)
+
+    def stop(self, node: str, key: str, grace_s: float) -> None:
+        self._on(node).stop(key, grace_s)
+
+    def read_log(self, node: str, key: str, offset: int, limit: int) -> bytes:
+        return self._on(node).read_log(key, offset, limit)
+
+    def tail_log(self, node: str, key: str, lines: int) -> str:
+        return self._on(node).tail_log(key, lines)
+
+    def release(self, node: str, key: str) -> None:
+        self._on(node).release(key)
+
+    def close(self) -> None:
+        return None

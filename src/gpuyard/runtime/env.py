@@ -1,0 +1,77 @@
+"""The environment of a task's process: defaults, then the user's env, then the platform's.
+
+Later layers win: the user may override the defaults (PATH, HOME, LANG) but never the platform
+variables, which describe the task (GPUYARD_*, the OpenPAI PAI_* names) and its GPUs:
+
+- `NVIDIA_VISIBLE_DEVICES`: the task's GPU UUIDs, comma-separated, or `void` without a GPU
+  (the NVIDIA container convention: `void` means no GPU at all, unlike an empty value).
+- `CUDA_VISIBLE_DEVICES`: `0,1,...,n-1`. Only the task's GPUs are visible in the container,
+  so CUDA numbers them from 0; empty when the task has no GPU.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpuyard.runtime.types import TaskLaunch
+
+WORKDIR = "/workspace"  # the task's private writable dir and cwd, also its HOME
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def default_env() -> dict[str, str]:
+    return {"PATH": DEFAULT_PATH, "HOME": WORKDIR, "LANG": "C.UTF-8"}
+
+
+def gpu_env(launch: TaskLaunch) -> dict[str, str]:
+    uuids = [g.uuid for g in launch.gpus]
+    return {
+        "NVIDIA_VISIBLE_DEVICES": ",".join(uuids) if uuids else "void",
+        "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(len(uuids))),
+        "GPUYARD_GPU_UUIDS": ",".join(uuids),
+    }
+
+
+def env_name_part(role: str) -> str:
+    """A role name as a usable part of a variable name (other characters become `_`)."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", role)
+
+
+def task_env(launch: TaskLaunch) -> dict[str, str]:
+    roles = [role for role, _ in launch.role_task_counts] or [launch.role]
+    env = {
+        "GPUYARD_JOB_ID": launch.job_id,
+        "GPUYARD_JOB_NAME": launch.job_name,
+        "GPUYARD_TASK_ROLE": launch.role,
+        "GPUYARD_TASK_INDEX": str(launch.index),
+        "GPUYARD_ATTEMPT": str(launch.attempt),
+        "PAI_JOB_NAME": launch.job_name,
+        "PAI_CURRENT_TASK_ROLE_NAME": launch.role,
+        "PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX": str(launch.index),
+        "PAI_TASK_INDEX": str(launch.index),
+        "PAI_TASK_ROLE_COUNT": str(len(roles)),
+        "PAI_TASK_ROLE_LIST": ",".join(roles),
+    }
+    for role, count in launch.role_task_counts:
+        env[f"PAI_TASK_ROLE_TASK_COUNT_{env_name_part(role)}"] = str(count)
+    return env
+
+
+def check_user_env(env: tuple[tuple[str, str], ...]) -> None:
+    """ValueError for a name that a shell cannot use or a value with a NUL byte."""
+    for name, value in env:
+        if not NAME_RE.fullmatch(name):
+            raise ValueError(f"bad env name {name!r}: expected letters, digits and _")
+        if "\0" in value:
+            raise ValueError(f"env {name} holds a NUL byte")
+
+
+def build_env(launch: TaskLaunch) -> list[str]:
+    """`NAME=value` entries for the OCI config, platform variables last (they win)."""
+    check_user_env(launch.env)
+    env = default_env()
+    env.update(dict(launch.env))
+    env.update(task_env(launch))
+    env.update(gpu_env(launch))
+    return [f"{name}={value}" for name, value in env.items()]

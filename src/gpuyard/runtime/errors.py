@@ -1,0 +1,19 @@
+"""Errors of the container runtime layer, each with a message meant for a person."""
+
+from __future__ import annotations
+
+
+class ContainerRuntimeError(RuntimeError):
+    """Base of the errors below."""
+
+
+class RuntimeUnavailable(ContainerRuntimeError):
+    """No OCI runtime (crun or runc) can run containers on this host."""
+
+
+class RuntimeStartError(ContainerRuntimeError):
+    """A task could not even be handed to its supervisor (bad launch, cannot spawn)."""
+
+
+class TaskStillRunning(ContainerRuntimeError):
+    """The task's state dir cannot be removed: its supervisor is alive and has not exited."""

@@ -1,0 +1,258 @@
+"""`ContainerRuntime`: the node-side API that runs tasks in OCI containers (crun or runc).
+
+`start` writes the task's state dir (`taskdir.py` has the layout) and its OCI bundle, spawns
+its supervisor (`supervisor.py`) and returns once the supervisor's pid is recorded (about a
+tenth of a second: one Python start-up); the container is created and started by the
+supervisor, in the background. Everything after that is read from the task dir, so a new
+server process (after a restart) sees the same tasks through `keys` and `status`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from gpuyard.model import TaskReason
+from gpuyard.runtime.errors import RuntimeStartError, TaskStillRunning
+from gpuyard.runtime.exits import tail_lines, with_log
+from gpuyard.runtime.oci import build_config, cgroup_path
+from gpuyard.runtime.ociruntime import OciRuntime, pick_runtime
+from gpuyard.runtime.rootfs import HostRootfs, Rootfs, RootfsSource
+from gpuyard.runtime.taskdir import (
+    TaskDir,
+    check_key,
+    process_starttime,
+    read_json,
+    write_json,
+)
+from gpuyard.runtime.types import TaskExit, TaskLaunch, TaskPhase, TaskStatus
+
+SPAWN_TIMEOUT_S = 30.0
+ORPHAN_AFTER_S = 60.0  # a task dir without a supervisor pid this old: the spawn was lost
+MAX_LOG_READ = 8 << 20
+TAIL_READ = 1 << 20
+
+
+class ContainerRuntime:
+    """Runs tasks of this node in containers; one instance per node and state root."""
+
+    def __init__(self, state_root: Path, runtime: str | None = None) -> None:
+        self.state_root = Path(state_root).resolve()
+        self.tasks_dir = self.state_root / "tasks"
+        self.tasks_dir.mkdir(parents=True, exist_ok=True)
+        self._host_rootfs = HostRootfs(self.state_root / "hostroot", hidden=(self.state_root,))
+        self._lock = threading.Lock()
+        self.rt: OciRuntime = pick_runtime(runtime, self._host_rootfs.prepare(),
+                                           self.state_root / "probe")
+        self.name: str = self.rt.name
+
+    # --- starting ---------------------------------------------------------------------------
+
+    def task_dir(self, key: str) -> TaskDir:
+        return TaskDir(self.tasks_dir / check_key(key))
+
+    def _rootfs(self, launch: TaskLaunch) -> Rootfs:
+        source: RootfsSource = self._host_rootfs
+        if launch.image:
+            raise RuntimeStartError(
+                f"task {launch.key} asks for image {launch.image!r}, but this node runs tasks "
+                "on the host's root filesystem only (images are not supported yet)"
+            )
+        with self._lock:
+            return source.prepare()
+
+    def _check(self, launch: TaskLaunch) -> None:
+        if launch.data_dir and not Path(launch.data_dir).is_dir():
+            raise RuntimeStartError(f"data dir {launch.data_dir} does not exist on this node")
+        if launch.memory_mb <= 0 or launch.pids_limit <= 0:
+            raise RuntimeStartError(
+                f"task {launch.key} needs memory_mb > 0 and pids_limit > 0 "
+                f"(got {launch.memory_mb}, {launch.pids_limit})"
+            )
+
+    def _write_task(self, td: TaskDir, launch: TaskLaunch) -> None:
+        td.path.mkdir(parents=True)
+        td.bundle.mkdir()
+        td.work.mkdir()
+        if launch.output_dir:
+            Path(launch.output_dir).mkdir(parents=True, exist_ok=True)
+        config = build_config(launch, self._rootfs(launch), td.work)
+        write_json(td.launch, dataclasses.asdict(launch))
+        write_json(td.task, {
+            "runtime": self.rt.to_json(), "containerId": launch.key,
+            "cgroupPath": cgroup_path(launch.key), "memoryMb": launch.memory_mb,
+        })
+        write_json(td.config, config)
+        td.log.touch()
+
+    def start(self, launch: TaskLaunch) -> None:
+        """Write the task dir and bundle, spawn the supervisor; does not wait for the task."""
+        try:
+            td = self.task_dir(launch.key)
+        except ValueError as e:
+            raise RuntimeStartError(str(e)) from e
+        if td.path.exists():
+            raise RuntimeStartError(f"task {launch.key} already exists on this node")
+        self._check(launch)
+        try:
+            self._write_task(td, launch)
+        except RuntimeStartError:
+            shutil.rmtree(td.path, ignore_errors=True)
+            raise
+        except (OSError, ValueError) as e:
+            shutil.rmtree(td.path, ignore_errors=True)
+            raise RuntimeStartError(f"cannot prepare task {launch.key}: {e}") from e
+        self._spawn(td)
+
+    def _spawn(self, td: TaskDir) -> None:
+        """Run the supervisor; its middle process exits once the real one is recorded."""
+        cmd = [sys.executable, "-m", "gpuyard.runtime.supervisor", str(td.path)]
+        try:
+            with open(td.supervisor_log, "ab") as out:
+                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                        cwd="/", start_new_session=True, close_fds=True)
+            code = proc.wait(timeout=SPAWN_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            shutil.rmtree(td.path, ignore_errors=True)
+            raise RuntimeStartError(f"cannot spawn the supervisor of {td.key}: {e}") from e
+        if code != 0 or td.supervisor() is None:
+            detail = tail_lines(td.supervisor_log, 10)
+            shutil.rmtree(td.path, ignore_errors=True)
+            raise RuntimeStartError(
+                f"the supervisor of {td.key} failed to start (exit {code}): {detail}"
+            )
+
+    # --- observing --------------------------------------------------------------------------
+
+    def _supervisor_alive(self, td: TaskDir) -> bool | None:
+        """True/False if the recorded supervisor is alive, None if none is recorded."""
+        sup = td.supervisor()
+        if sup is None:
+            return None
+        pid, starttime = sup
+        return process_starttime(pid) == starttime
+
+    def status(self, key: str) -> TaskStatus:
+        td = self.task_dir(key)
+        if not td.path.is_dir():
+            return TaskStatus(key, TaskPhase.UNKNOWN)
+        exit_ = td.read_exit()
+        if exit_ is None:
+            alive = self._supervisor_alive(td)
+            if alive or (alive is None and not self._spawn_lost(td)):
+                phase = TaskPhase.RUNNING if td.started.exists() else TaskPhase.STARTING
+                return TaskStatus(key, phase, td.started_at())
+            exit_ = td.read_exit() or self._record_lost(td)
+        return TaskStatus(key, TaskPhase.EXITED, td.started_at(), exit_)
+
+    def _spawn_lost(self, td: TaskDir) -> bool:
+        with contextlib.suppress(OSError):
+            return time.time() - td.task.stat().st_mtime > ORPHAN_AFTER_S
+        return True
+
+    def _record_lost(self, td: TaskDir) -> TaskExit:
+        """The supervisor is gone without an exit: end the container, record AgentError."""
+        self._force_delete(td)
+        sup = td.supervisor()
+        who = f"pid {sup[0]}" if sup else "never recorded"
+        message = with_log(
+            f"the task's supervisor ({who}) ended without recording an exit "
+            "(killed, or the node restarted); its container was removed", td.log)
+        exit_ = TaskExit(None, TaskReason.AGENT_ERROR, time.time(), message,
+                         stop_requested=td.stop_file.exists())
+        td.write_exit(exit_)
+        return exit_
+
+    def _force_delete(self, td: TaskDir) -> None:
+        """`<rt> delete --force` the task's container if its runtime still knows it."""
+        spec = read_json(td.task)
+        rt = OciRuntime.from_json(spec["runtime"]) if isinstance(spec, dict) else self.rt
+        if not (Path(rt.root) / td.key).exists():
+            return
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run(rt.command("delete", "--force", td.key), capture_output=True,
+                           timeout=SPAWN_TIMEOUT_S, check=False)
+
+    def keys(self) -> list[str]:
+        """Tasks whose state dir exists on this node (for adoption after a restart)."""
+        try:
+            names = [e.name for e in os.scandir(self.tasks_dir) if e.is_dir()]
+        except OSError:
+            return []
+        return sorted(n for n in names if _valid_key(n))
+
+    # --- stopping and cleaning up ------------------------------------------------------------
+
+    def stop(self, key: str, grace_s: float) -> None:
+        """Ask the supervisor to SIGTERM the task, then SIGKILL it after `grace_s`."""
+        td = self.task_dir(key)
+        if not td.path.is_dir() or td.exit_file.exists():
+            return
+        grace = max(0.0, float(grace_s))
+        earlier = td.stop_grace()
+        if earlier is not None:
+            grace = min(grace, earlier)
+        write_json(td.stop_file, {"graceS": grace, "requestedAt": time.time()})
+        sup = td.supervisor()
+        if sup is not None:
+            _signal_process(sup[0], sup[1], signal.SIGTERM)
+
+    def remove(self, key: str) -> None:
+        """Delete the task's state dir (its log too). The task must have ended."""
+        td = self.task_dir(key)
+        if not td.path.exists():
+            return
+        if not td.exit_file.exists() and self._supervisor_alive(td):
+            raise TaskStillRunning(f"task {key} is still running; stop it first")
+        self._force_delete(td)
+        shutil.rmtree(td.path)
+
+    # --- logs ------------------------------------------------------------------------------
+
+    def log_path(self, key: str) -> Path:
+        return self.task_dir(key).log
+
+    def read_log(self, key: str, offset: int = 0, limit: int = 1 << 20) -> bytes:
+        """At most `limit` bytes (capped at 8 MiB) of the log from `offset`; b"" if none."""
+        limit = max(0, min(limit, MAX_LOG_READ))
+        try:
+            with open(self.log_path(key), "rb") as f:
+                f.seek(max(0, offset))
+                return f.read(limit)
+        except FileNotFoundError:
+            return b""
+
+    def tail_log(self, key: str, lines: int) -> str:
+        """The last `lines` lines of the log (from its last MiB at most)."""
+        return tail_lines(self.log_path(key), lines, TAIL_READ)
+
+
+def _valid_key(name: str) -> bool:
+    try:
+        check_key(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _signal_process(pid: int, starttime: int, signum: int) -> None:
+    """Signal `pid` only if it is still the process that started at `starttime`."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        if process_starttime(pid) == starttime:
+            signal.pidfd_send_signal(pidfd, signum)
+    except ProcessLookupError:
+        pass
+    finally:
+        os.close(pidfd)

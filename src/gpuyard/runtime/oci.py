@@ -1,0 +1,134 @@
+"""The OCI runtime spec (config.json) of one task.
+
+What a task gets:
+
+- its own pid, mount, uts (hostname `<role>-<index>`) and ipc namespaces. The network namespace
+  is the host's, on purpose: the tasks of a distributed job reach each other on the node's
+  address and ports (as under Slurm, and OpenPAI's host network), and there is no CNI here.
+- cgroup `/gpuyard/<key>`: memory limit = memory_mb, and memory+swap = the same where swap is
+  accounted (no swap escape); CPU quota = cpu × period (shares in proportion); pids limit.
+- the root from a `RootfsSource` (host root read-only, or later an image), `/data` read-only,
+  `/output` read-write, a private writable `/workspace` (its cwd and HOME), private tmpfs /tmp,
+  and a /dev/shm as large as its memory limit (tmpfs pages count against it anyway).
+- `/bin/sh -c <command>` with the env of `env.build_env`, no terminal, the capabilities of
+  `runc spec`, `noNewPrivileges`, and the default masked and read-only /proc paths.
+"""
+
+from __future__ import annotations
+
+import re
+import resource
+from pathlib import Path
+from typing import Any
+
+from gpuyard.runtime.cgroups import swap_accounting
+from gpuyard.runtime.env import WORKDIR, build_env
+from gpuyard.runtime.rootfs import Mount, Rootfs, bind
+from gpuyard.runtime.types import TaskLaunch
+
+MB = 1024 * 1024
+CPU_PERIOD_US = 100_000
+NOFILE = 65536
+CAPABILITIES = ["CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"]  # runc spec's set
+MASKED_PATHS = [
+    "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+    "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware", "/proc/scsi",
+]
+READONLY_PATHS = ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"]
+
+
+def cgroup_path(key: str) -> str:
+    return f"/gpuyard/{key}"
+
+
+def hostname(role: str, index: int) -> str:
+    """`<role>-<index>` as a valid host name (lower case letters, digits, `-`; 63 at most)."""
+    name = re.sub(r"[^a-z0-9-]+", "-", role.lower()).strip("-") or "task"
+    suffix = f"-{index}"
+    return name[: 63 - len(suffix)].rstrip("-") + suffix
+
+
+def system_mounts(memory_mb: int) -> list[Mount]:
+    """/proc, /dev and friends, as `runc spec` has them (without /sys/fs/cgroup)."""
+    shm = max(64, memory_mb)
+    return [
+        {"destination": "/proc", "type": "proc", "source": "proc"},
+        {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
+         "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
+        {"destination": "/dev/pts", "type": "devpts", "source": "devpts",
+         "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"]},
+        {"destination": "/dev/shm", "type": "tmpfs", "source": "shm",
+         "options": ["nosuid", "noexec", "nodev", "mode=1777", f"size={shm}m"]},
+        {"destination": "/dev/mqueue", "type": "mqueue", "source": "mqueue",
+         "options": ["nosuid", "noexec", "nodev"]},
+        {"destination": "/sys", "type": "sysfs", "source": "sysfs",
+         "options": ["nosuid", "noexec", "nodev", "ro"]},
+    ]
+
+
+def task_mounts(launch: TaskLaunch, work_dir: Path) -> list[Mount]:
+    mounts = [bind(str(work_dir), WORKDIR, readonly=False)]
+    if launch.data_dir:
+        mounts.append(bind(launch.data_dir, "/data", readonly=True))
+    if launch.output_dir:
+        mounts.append(bind(launch.output_dir, "/output", readonly=False))
+    return mounts
+
+
+def resources(launch: TaskLaunch) -> dict[str, Any]:
+    limit = launch.memory_mb * MB
+    memory: dict[str, Any] = {"limit": limit}
+    if swap_accounting():
+        memory["swap"] = limit
+    out: dict[str, Any] = {
+        "devices": [{"allow": False, "access": "rwm"}],
+        "memory": memory,
+        "pids": {"limit": launch.pids_limit},
+    }
+    if launch.cpu > 0:
+        out["cpu"] = {
+            "quota": max(1000, round(launch.cpu * CPU_PERIOD_US)),
+            "period": CPU_PERIOD_US,
+            "shares": max(2, round(launch.cpu * 1024)),
+        }
+    return out
+
+
+def nofile_limit() -> int:
+    """65536 open files, or this process's hard limit if lower (raising it needs a cap)."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    return NOFILE if hard == resource.RLIM_INFINITY else min(NOFILE, hard)
+
+
+def process(launch: TaskLaunch) -> dict[str, Any]:
+    nofile = nofile_limit()
+    return {
+        "terminal": False,
+        "user": {"uid": 0, "gid": 0},
+        "args": ["/bin/sh", "-c", launch.command],
+        "env": build_env(launch),
+        "cwd": WORKDIR,
+        "capabilities": {kind: list(CAPABILITIES) for kind in
+                         ("bounding", "effective", "permitted", "ambient")},
+        "rlimits": [{"type": "RLIMIT_NOFILE", "hard": nofile, "soft": nofile}],
+        "noNewPrivileges": True,
+    }
+
+
+def build_config(launch: TaskLaunch, rootfs: Rootfs, work_dir: Path) -> dict[str, Any]:
+    """The whole config.json for `launch`, rooted at `rootfs`."""
+    mounts = system_mounts(launch.memory_mb) + list(rootfs.mounts) + task_mounts(launch, work_dir)
+    return {
+        "ociVersion": "1.0.2",
+        "process": process(launch),
+        "root": {"path": str(rootfs.path), "readonly": rootfs.readonly},
+        "hostname": hostname(launch.role, launch.index),
+        "mounts": mounts,
+        "linux": {
+            "resources": resources(launch),
+            "cgroupsPath": cgroup_path(launch.key),
+            "namespaces": [{"type": t} for t in ("pid", "ipc", "uts", "mount")],
+            "maskedPaths": list(MASKED_PATHS),
+            "readonlyPaths": list(READONLY_PATHS),
+        },
+    }

@@ -1,0 +1,325 @@
+"""The per-task supervisor: `python -m gpuyard.runtime.supervisor <task_dir>`.
+
+One small process per task drives the OCI runtime and writes the task's `exit.json`, so that
+a task's end is recorded even while the server is down.
+
+Detaching. The server starts this module as a child in a new session and waits for it; it
+forks once more and exits at once (double fork). The grandchild, the real supervisor, calls
+`setsid` and so is in no process group or session of the server, and its parent is gone: it is
+reparented to init (or the nearest subreaper), never the server's child to reap, and survives
+`kill -9` of the server and of the server's process group. The exiting middle process writes
+`supervisor.pid` (pid + starttime) first, so when `ContainerRuntime.start` returns the pid is
+known. Signal handlers are set before the fork, so a stop never finds it unprotected.
+
+Life. It becomes a child subreaper (prctl PR_SET_CHILD_SUBREAPER), then:
+1. `<rt> create` with stdin /dev/null and stdout+stderr on `<task_dir>/log` (O_APPEND), which
+   the container's process inherits. `create` exits leaving the container's init behind, and
+   the kernel reparents it to this subreaper, so it is our child: we can waitpid it.
+2. `<rt> start`, then writes `started` (the node now reports RUNNING).
+3. Waits (pidfd + select) for the init to exit, or for a stop request: SIGTERM to this process,
+   with `stop.json` holding the grace. A stop sends `<rt> kill <id> TERM` (the container's
+   pid 1 gets it; a pid 1 only receives signals it handles, as under Docker and Kubernetes),
+   then after the grace `<rt> kill --all <id> KILL`, and kill(2) itself if that did not help.
+4. waitpid → exit code or signal; reads the cgroup's `oom_kill` counter (before deleting:
+   delete removes the cgroup); `<rt> delete --force`; writes `exit.json` atomically; exits.
+If create or start fails, `exit.json` holds AgentError (or CommandNotFound) with crun/runc's
+error. If anything else goes wrong, AgentError with the exception, after a forced delete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from gpuyard.model import TaskReason
+from gpuyard.runtime.cgroups import oom_kill_count
+from gpuyard.runtime.exits import (
+    decode_wait_status,
+    exit_reason,
+    launch_failure_reason,
+    runtime_errors,
+    with_log,
+)
+from gpuyard.runtime.ociruntime import OciRuntime
+from gpuyard.runtime.taskdir import TaskDir, process_starttime, read_json, write_json
+from gpuyard.runtime.types import TaskExit
+
+PR_SET_CHILD_SUBREAPER = 36
+DEFAULT_GRACE_S = 10.0  # a SIGTERM without stop.json (e.g. the node shutting down)
+RT_TIMEOUT_S = 60.0
+KILL_WAIT_S = 10.0
+POLL_S = 1.0
+
+
+class LaunchFailed(Exception):
+    """crun/runc could not create or start the container."""
+
+
+class StopFlag:
+    """Set by the SIGTERM/SIGINT handler; the wakeup pipe interrupts the wait loop."""
+
+    def __init__(self) -> None:
+        self.signalled = False
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def install(self) -> None:
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGTERM, self._handle)
+        signal.signal(signal.SIGINT, self._handle)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.signalled = True
+
+    def drain(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self.wake_r, 256):
+                pass
+
+
+def say(message: str) -> None:
+    """A line in supervisor.log (this process's stderr)."""
+    print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+
+def set_subreaper() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+class Supervisor:
+    def __init__(self, td: TaskDir, stop: StopFlag) -> None:
+        spec = read_json(td.task)
+        if not isinstance(spec, dict):
+            raise ValueError(f"{td.task} is missing or not valid JSON")
+        self.td = td
+        self.stop = stop
+        self.rt = OciRuntime.from_json(spec["runtime"])
+        self.cid = str(spec["containerId"])
+        self.cgroup = str(spec["cgroupPath"])
+        self.memory_mb = int(spec.get("memoryMb") or 0)
+        self.stop_requested = False
+        self.notes: list[str] = []
+
+    # --- OCI runtime commands -------------------------------------------------------------
+
+    def _rt(self, *args: str, log_fd: int | None = None) -> subprocess.CompletedProcess[bytes]:
+        out = log_fd if log_fd is not None else subprocess.DEVNULL
+        return subprocess.run(
+            self.rt.command(*args, log=self.td.runtime_log), stdin=subprocess.DEVNULL,
+            stdout=out, stderr=out, timeout=RT_TIMEOUT_S, check=False,
+        )
+
+    def _launch_step(self, log_fd: int, *args: str) -> None:
+        try:
+            done = self._rt(*args, log_fd=log_fd)
+        except subprocess.TimeoutExpired as e:
+            raise LaunchFailed(f"{self.rt.name} {args[0]} timed out after {e.timeout:g}s") from e
+        if done.returncode != 0:
+            error = runtime_errors(self.td.runtime_log)
+            raise LaunchFailed(error or f"{self.rt.name} {args[0]} exited {done.returncode}")
+
+    def create(self, log_fd: int) -> int:
+        """Create the container; the pid (host namespace) of its init."""
+        self._launch_step(log_fd, "create", "--bundle", str(self.td.bundle),
+                          "--pid-file", str(self.td.container_pid), self.cid)
+        return int(self.td.container_pid.read_text().strip())
+
+    def delete(self) -> None:
+        try:
+            done = self._rt("delete", "--force", self.cid)
+        except subprocess.TimeoutExpired:
+            say(f"{self.rt.name} delete timed out")
+            return
+        if done.returncode != 0:
+            say(f"{self.rt.name} delete exited {done.returncode}")
+
+    def kill(self, *args: str) -> bool:
+        try:
+            return self._rt("kill", *args).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
+
+    # --- waiting and stopping -------------------------------------------------------------
+
+    def poll_stop(self) -> float | None:
+        """The grace of a pending stop request (signal or stop.json), or None."""
+        grace = self.td.stop_grace()
+        if grace is None and self.stop.signalled:
+            grace = DEFAULT_GRACE_S
+        if grace is not None and not self.stop_requested:
+            self.stop_requested = True
+            say(f"stop requested, grace {grace:g}s")
+        return grace
+
+    def wait(self, init_pid: int) -> int:
+        """Wait for the container's init, handling stop requests; its wait status."""
+        pidfd = os.pidfd_open(init_pid)
+        term_at: float | None = None
+        kill_at: float | None = None
+        try:
+            while True:
+                grace, now = self.poll_stop(), time.monotonic()
+                if grace is not None and term_at is None:
+                    term_at = now
+                    self.kill(self.cid, "TERM")
+                    self.notes.append(f"stop requested: SIGTERM sent, grace {grace:g}s")
+                deadline = term_at + grace if term_at is not None and grace is not None else None
+                if kill_at is None and deadline is not None and now >= deadline:
+                    kill_at = now
+                    self._force_kill(init_pid, grace or 0.0)
+                if kill_at is not None and now >= kill_at + KILL_WAIT_S:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(init_pid, signal.SIGKILL)
+                timeout = POLL_S if deadline is None or kill_at else min(POLL_S, deadline - now)
+                ready, _, _ = select.select([pidfd, self.stop.wake_r], [], [], max(0.0, timeout))
+                self.stop.drain()
+                if pidfd in ready:
+                    break
+        finally:
+            os.close(pidfd)
+        return os.waitpid(init_pid, 0)[1]
+
+    def _force_kill(self, init_pid: int, grace: float) -> None:
+        self.notes.append(f"still running {grace:g}s after SIGTERM: SIGKILL sent")
+        say("grace over, killing")
+        if not self.kill("--all", self.cid, "KILL"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(init_pid, signal.SIGKILL)
+
+    def reap_orphans(self) -> None:
+        """Reap runtime helpers that were reparented to this subreaper (no zombies left)."""
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+
+    # --- outcome ---------------------------------------------------------------------------
+
+    def finish(self, code: int | None, reason: str, message: str) -> None:
+        exit_ = TaskExit(code, reason, time.time(), message, stop_requested=self.stop_requested)
+        self.td.write_exit(exit_)
+        say(f"exit written: {reason} (code {code})")
+
+    def finish_exited(self, status: int, oom_kills: int) -> None:
+        code, sig = decode_wait_status(status)
+        reason = exit_reason(code, sig, oom_kills)
+        notes = list(self.notes)
+        if reason == TaskReason.OOM_KILLED:
+            notes.insert(0, f"out of memory: the task used more than its {self.memory_mb} MB "
+                            f"limit and the kernel killed it (oom_kill {oom_kills})")
+        if reason == TaskReason.COMPLETED:
+            self.finish(code, reason, "\n".join(notes))
+            return
+        self.finish(code, reason, with_log("\n".join(notes), self.td.log))
+
+    def finish_launch_failed(self, error: str) -> None:
+        message = f"{self.rt.name} could not start the container: {error}"
+        self.finish(None, launch_failure_reason(error), message)
+
+    # --- the whole life ----------------------------------------------------------------------
+
+    def launch(self) -> int | None:
+        """Create and start the container; its init pid, or None if it ended another way."""
+        log_fd = os.open(self.td.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                         0o644)
+        try:
+            init_pid = self.create(log_fd)
+            if self.poll_stop() is not None:
+                self._abort(init_pid)
+                self.finish(None, TaskReason.CANCELLED, "stopped before the container started")
+                return None
+            self._launch_step(log_fd, "start", self.cid)
+        except LaunchFailed as e:
+            self._abort(None)
+            self.finish_launch_failed(str(e))
+            return None
+        finally:
+            os.close(log_fd)
+        self.td.mark_started(time.time())
+        say(f"container {self.cid} started, init pid {init_pid}")
+        return init_pid
+
+    def _abort(self, init_pid: int | None) -> None:
+        self.delete()
+        if init_pid is not None:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(init_pid, 0)
+        self.reap_orphans()
+
+    def run(self) -> None:
+        set_subreaper()
+        init_pid = self.launch()
+        if init_pid is None:
+            return
+        status = self.wait(init_pid)
+        oom_kills = oom_kill_count(self.cgroup)
+        self.delete()
+        self.reap_orphans()
+        self.finish_exited(status, oom_kills)
+
+
+def record_supervisor(td: TaskDir, pid: int) -> None:
+    write_json(td.pid_file, {"pid": pid, "starttime": process_starttime(pid)})
+
+
+def redirect_stdio(log: Path) -> None:
+    null = os.open(os.devnull, os.O_RDONLY)
+    out = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(null, 0)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(null)
+    os.close(out)
+
+
+def supervise(td: TaskDir, stop: StopFlag) -> int:
+    """The grandchild's life; any unexpected error still ends in an exit.json."""
+    try:
+        Supervisor(td, stop).run()
+    except Exception as e:
+        say(traceback.format_exc())
+        with contextlib.suppress(Exception):
+            spec = read_json(td.task) or {}
+            rt = OciRuntime.from_json(spec["runtime"])
+            subprocess.run(rt.command("delete", "--force", str(spec["containerId"])),
+                           capture_output=True, timeout=RT_TIMEOUT_S, check=False)
+        message = with_log(f"task supervisor failed: {type(e).__name__}: {e}", td.log)
+        td.write_exit(TaskExit(None, TaskReason.AGENT_ERROR, time.time(), message))
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m gpuyard.runtime.supervisor <task_dir>", file=sys.stderr)
+        return 2
+    td = TaskDir(Path(args[0]).resolve())
+    stop = StopFlag()
+    stop.install()
+    pid = os.fork()
+    if pid > 0:  # the middle process: record the supervisor, then go
+        try:
+            record_supervisor(td, pid)
+        except OSError as e:
+            print(f"cannot write {td.pid_file}: {e}", file=sys.stderr, flush=True)
+            os.kill(pid, signal.SIGKILL)
+            os._exit(1)
+        os._exit(0)
+    os.setsid()
+    os.chdir("/")
+    redirect_stdio(td.supervisor_log)
+    return supervise(td, stop)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""`gpuyard up`: assemble the embedded platform (store, node agent, controller, API) and serve it."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+from fastapi import FastAPI
+
+from gpuyard.api import create_app
+from gpuyard.controller import Controller
+from gpuyard.engine import LocalEngine, NodeAgent
+from gpuyard.model import Node, SystemClock
+from gpuyard.runtime.executor import ContainerRuntime
+from gpuyard.runtime.node import local_node
+from gpuyard.store import open_store
+
+log = logging.getLogger("gpuyard")
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "gpuyard"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    data_dir: Path = default_data_dir()
+    fake_gpus: str | None = None
+    fake_gpus_if_none: str | None = None
+    node_name: str | None = None
+    oci_runtime: str | None = None
+    stop_grace_s: float = 10.0
+    pids_limit: int = 4096
+    cycle_interval_s: float = 0.5
+    db_url: str | None = None
+
+
+def build_node(cfg: ServerConfig) -> Node:
+    node = local_node(cfg.node_name, cfg.fake_gpus)
+    if not node.gpus and cfg.fake_gpus_if_none and not cfg.fake_gpus:
+        node = local_node(cfg.node_name, cfg.fake_gpus_if_none)
+    return node
+
+
+def build_controller(cfg: ServerConfig) -> Controller:
+    cfg.data_dir.mkdir(parents=True, exist_ok=True)
+    clock = SystemClock()
+    store = open_store(cfg.data_dir, cfg.db_url, clock)
+    runtime = ContainerRuntime(cfg.data_dir / "node", cfg.oci_runtime)
+    engine = LocalEngine(NodeAgent(build_node(cfg), runtime))
+    return Controller(
+        store, engine, clock, interval_s=cfg.cycle_interval_s, stop_grace_s=cfg.stop_grace_s,
+        pids_limit=cfg.pids_limit,
+    )
+
+
+def build_app(cfg: ServerConfig) -> FastAPI:
+    controller = build_controller(cfg)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        controller.start()
+        yield
+        controller.stop()
+        controller.engine.close()
+        controller.store.close()
+
+    app = create_app(controller)
+    app.router.lifespan_context = lifespan
+    return app
+
+
+def describe(cfg: ServerConfig, ctl: Controller) -> str:
+    node = ctl.engine.nodes()[0]
+    gpus = ", ".join(f"{g.index}:{g.label}" for g in node.gpus) or "none"
+    url = f"http://{cfg.host}:{cfg.port}"
+    return "\n".join([
+        f"gpuyard is up at {url}  (API docs: {url}/docs)",
+        f"  data dir : {cfg.data_dir}",
+        f"  node     : {node.name}: {node.cpu_milli / 1000:g} CPUs, {node.memory_mb} MB, "
+        f"GPUs: {gpus}",
+        f"  runtime  : {getattr(ctl.engine, 'runtime_name', 'oci')}",
+        "Submit an example from another shell:",
+        f"  export GPUYARD_URL={url}",
+        "  .venv/bin/gpuyard submit examples/hello.yaml --wait",
+        "  .venv/bin/gpuyard jobs",
+    ])
+
+
+def serve(cfg: ServerConfig) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    app = build_app(cfg)
+    print(describe(cfg, app.state.controller), flush=True)
+    uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning")

@@ -1,0 +1,121 @@
+"""Text → document → `JobSpec`: YAML or JSON bodies, syntax errors with line and column.
+
+YAML is a superset of JSON, but not of every JSON a tool writes (tabs, for one), so a body
+that looks like JSON, or is declared JSON, is read as JSON first. Duplicate keys are
+errors in both (YAML and JSON parsers would silently keep the last one).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from gpuyard.spec import limits
+from gpuyard.spec.errors import FieldError, SpecError, got
+from gpuyard.spec.models import JobSpec
+from gpuyard.spec.openpai import is_openpai, parse_openpai
+from gpuyard.spec.ours import parse_ours
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+            if not isinstance(key, str | int | float | bool):
+                continue  # SafeLoader itself refuses unhashable keys
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key '{key}' is given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _fail(message: str) -> SpecError:
+    return SpecError([FieldError("", message)])
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(f"the key '{key}' is given twice")
+        out[key] = value
+    return out
+
+
+def _from_json(text: str) -> object:
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as e:
+        raise _fail(f"JSON syntax error at line {e.lineno}, column {e.colno}: {e.msg}") from e
+    except _DuplicateKey as e:
+        raise _fail(f"JSON error: {e}") from e
+
+
+def _from_yaml(text: str) -> object:
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = e.problem or e.context or "invalid YAML"
+        if e.context and problem.startswith("but "):
+            problem = f"{e.context}, {problem}"
+        raise _fail(f"YAML syntax error{where}: {problem}") from e
+    except yaml.YAMLError as e:
+        raise _fail(f"YAML syntax error: {e}") from e
+
+
+def _decode(text: str | bytes) -> str:
+    if len(text) > limits.MAX_SPEC_BYTES:
+        raise _fail(f"the spec is {len(text)} bytes long; at most {limits.MAX_SPEC_BYTES} allowed")
+    if isinstance(text, str):
+        return text
+    try:
+        return text.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise _fail(f"the spec is not UTF-8 text (bad byte at offset {e.start})") from e
+
+
+def read_document(text: str | bytes, content_type: str | None = None) -> object:
+    """The document a body holds: JSON if declared or if it looks like JSON, else YAML."""
+    body = _decode(text)
+    declared_json = bool(content_type) and "json" in str(content_type).lower()
+    try:
+        if declared_json:
+            return _from_json(body)
+        if body.lstrip().startswith(("{", "[")):
+            try:
+                return _from_json(body)
+            except SpecError:
+                pass  # not JSON after all: YAML flow style, say; YAML gives the error
+        return _from_yaml(body)
+    except RecursionError as e:
+        raise _fail("the spec is nested too deeply") from e
+
+
+def parse_job_spec(doc: object) -> JobSpec:
+    """A parsed document (our format or OpenPAI v2) → a validated `JobSpec`."""
+    if doc is None:
+        raise _fail("the spec is empty; expected a mapping with name and taskRoles")
+    if not isinstance(doc, dict):
+        raise _fail(
+            f"the spec must be a mapping of fields, like name: ... and taskRoles: ...{got(doc)}"
+        )
+    return parse_openpai(doc) if is_openpai(doc) else parse_ours(doc)
+
+
+def load_job_spec(text: str | bytes, content_type: str | None = None) -> JobSpec:
+    """A YAML or JSON body → a validated `JobSpec`; `content_type` is a hint only.
+    Raises `SpecError` with every problem found."""
+    return parse_job_spec(read_document(text, content_type))

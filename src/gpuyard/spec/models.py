@@ -1,0 +1,85 @@
+"""The job spec as values: `JobSpec` and `TaskRoleSpec`, immutable, snake_case attributes.
+
+Build them from untrusted input with `parse_job_spec` / `load_job_spec`, which validate;
+the constructors themselves do not. `JobSpec.to_document()` gives the normalised document
+in our camelCase format, the form the store persists and the API shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuyard.spec import limits
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskRoleSpec:
+    """One task role: `task_number` identical tasks, each asking for these resources."""
+
+    command: str
+    task_number: int = limits.DEFAULT_TASK_NUMBER
+    cpu_number: float = limits.DEFAULT_CPU_NUMBER
+    memory_mb: int = limits.DEFAULT_MEMORY_MB
+    gpu_number: int = limits.DEFAULT_GPU_NUMBER
+    gpu_type: str | None = None
+
+    def to_document(self) -> dict[str, Any]:
+        cpu = self.cpu_number
+        return {
+            "taskNumber": self.task_number,
+            "cpuNumber": int(cpu) if float(cpu).is_integer() else cpu,
+            "memoryMB": self.memory_mb,
+            "gpuNumber": self.gpu_number,
+            "gpuType": self.gpu_type,
+            "command": self.command,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobSpec:
+    """A validated job. `task_roles` keeps the spec's order: tasks are numbered in it."""
+
+    name: str
+    task_roles: dict[str, TaskRoleSpec]
+    image: str | None = None
+    data_dir: str | None = None
+    output_dir: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    retry_count: int = 0
+    priority: int = 0
+    tenant: str = limits.DEFAULT_TENANT
+    max_runtime_s: int | None = None
+
+    def __post_init__(self) -> None:
+        # own copies, so that the caller's dicts cannot change this value later
+        object.__setattr__(self, "task_roles", dict(self.task_roles))
+        object.__setattr__(self, "env", dict(self.env))
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.tenant, tuple(self.task_roles.items())))
+
+    @property
+    def task_count(self) -> int:
+        """Tasks in all roles together."""
+        return sum(r.task_number for r in self.task_roles.values())
+
+    @property
+    def total_gpus(self) -> int:
+        """Whole GPUs asked by all tasks together."""
+        return sum(r.task_number * r.gpu_number for r in self.task_roles.values())
+
+    def to_document(self) -> dict[str, Any]:
+        """Our format, every field present; `parse_job_spec(doc) == self`."""
+        return {
+            "name": self.name,
+            "image": self.image,
+            "dataDir": self.data_dir,
+            "outputDir": self.output_dir,
+            "env": dict(self.env),
+            "retryCount": self.retry_count,
+            "priority": self.priority,
+            "tenant": self.tenant,
+            "maxRuntime": self.max_runtime_s,
+            "taskRoles": {name: r.to_document() for name, r in self.task_roles.items()},
+        }

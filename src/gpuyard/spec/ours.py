@@ -1,0 +1,160 @@
+"""Our job format (camelCase YAML/JSON) → `JobSpec`, reporting every bad field at once.
+
+Each level is a table of (key, attribute, reader, default); `read_fields` walks it, so the
+table is the one list of what a level accepts. Unknown keys are errors, with a suggestion.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpuyard.spec import limits
+from gpuyard.spec.errors import Errors, got, join, unknown_field
+from gpuyard.spec.fields import (
+    Reader,
+    pattern,
+    read_command,
+    read_cpu,
+    read_duration,
+    read_env,
+    read_host_path,
+    read_image,
+    read_memory,
+    whole,
+)
+from gpuyard.spec.models import JobSpec, TaskRoleSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Required:
+    """Marks a field without a default; `what` tells the user what to put there."""
+
+    what: str
+
+
+Row = tuple[str, str, Reader, object]
+
+_TASK_ROLES_WHAT = "at least one task role, like taskRoles: {worker: {command: ...}}"
+
+ROLE_TABLE: tuple[Row, ...] = (
+    ("taskNumber", "task_number", whole(*limits.TASK_NUMBER), limits.DEFAULT_TASK_NUMBER),
+    ("cpuNumber", "cpu_number", read_cpu, limits.DEFAULT_CPU_NUMBER),
+    ("memoryMB", "memory_mb", read_memory, limits.DEFAULT_MEMORY_MB),
+    ("gpuNumber", "gpu_number", whole(*limits.GPU_NUMBER), limits.DEFAULT_GPU_NUMBER),
+    ("gpuType", "gpu_type", pattern(limits.GPU_TYPE_RE, limits.GPU_TYPE_RULE), None),
+    ("command", "command", read_command, Required("the shell command each task runs")),
+)
+
+# OpenPAI words used without `protocolVersion: 2`: say what they are called here
+_OPENPAI_WORDS = {
+    "jobRetryCount": "retryCount",
+    "instances": "taskNumber",
+    "resourcePerInstance": "cpuNumber, memoryMB and gpuNumber",
+    "dockerImage": "image",
+    "commands": "command",
+    "prerequisites": "image",
+}
+
+
+# words people write for our fields
+_SYNONYMS = {
+    "gpu": "gpuNumber",
+    "gpus": "gpuNumber",
+    "cpu": "cpuNumber",
+    "cpus": "cpuNumber",
+    "memory": "memoryMB",
+    "mem": "memoryMB",
+    "replicas": "taskNumber",
+    "tasks": "taskNumber",
+    "roles": "taskRoles",
+    "cmd": "command",
+    "timeout": "maxRuntime",
+    "retries": "retryCount",
+    "queue": "tenant",
+    "virtualCluster": "tenant",
+}
+
+
+def read_fields(errs: Errors, doc: dict[Any, Any], path: str, table: tuple[Row, ...]) -> dict:
+    """Check `doc` against `table`: unknown keys, required keys, each value's reader."""
+    known = [row[0] for row in table]
+    for key in doc:
+        if key not in known:
+            errs.add(join(path, key), _unknown(key, known))
+    out: dict[str, Any] = {}
+    for key, attr, reader, default in table:
+        value = doc.get(key)
+        where = join(path, key)
+        if value is not None:
+            out[attr] = reader(errs, where, value)
+        elif isinstance(default, Required):
+            errs.add(where, f"is required: {default.what}")
+        else:
+            out[attr] = default
+    return out
+
+
+def _unknown(key: object, known: list[str]) -> str:
+    if key == "jobName":
+        return "unknown field; OpenPAI v1 job configs are not supported, use protocolVersion: 2"
+    if key in _OPENPAI_WORDS:
+        return (
+            f"unknown field; here it is '{_OPENPAI_WORDS[key]}'"
+            " (or add protocolVersion: 2 for an OpenPAI spec)"
+        )
+    if _SYNONYMS.get(str(key)) in known:
+        return f"unknown field; did you mean '{_SYNONYMS[str(key)]}'?"
+    return unknown_field(key, known)
+
+
+def read_role(errs: Errors, path: str, value: object) -> TaskRoleSpec | None:
+    if not isinstance(value, dict):
+        errs.add(path, f"must be a mapping with command, taskNumber, cpuNumber, ...{got(value)}")
+        return None
+    before = len(errs.items)
+    fields = read_fields(errs, value, path, ROLE_TABLE)
+    return TaskRoleSpec(**fields) if len(errs.items) == before else None
+
+
+def read_roles(errs: Errors, path: str, value: object) -> dict[str, TaskRoleSpec] | None:
+    if not isinstance(value, dict) or not value:
+        errs.add(path, f"must be a mapping with {_TASK_ROLES_WHAT}{got(value)}")
+        return None
+    if len(value) > limits.MAX_ROLES:
+        errs.add(path, f"must have at most {limits.MAX_ROLES} roles, got {len(value)}")
+        return None
+    roles: dict[str, TaskRoleSpec] = {}
+    for name, body in value.items():
+        where = join(path, name)
+        if not isinstance(name, str) or not limits.ROLE_RE.fullmatch(name):
+            errs.add(where, f"is not a valid role name: use {limits.ROLE_RULE}")
+        role = read_role(errs, where, body)
+        if role is not None:
+            roles[str(name)] = role
+    tasks = sum(r.task_number for r in roles.values())
+    if tasks > limits.MAX_TASKS:
+        errs.add(path, f"must have at most {limits.MAX_TASKS} tasks in all roles, got {tasks}")
+    return roles
+
+
+JOB_TABLE: tuple[Row, ...] = (
+    ("name", "name", pattern(limits.NAME_RE, limits.NAME_RULE), Required("the job's name")),
+    ("image", "image", read_image, None),
+    ("dataDir", "data_dir", read_host_path, None),
+    ("outputDir", "output_dir", read_host_path, None),
+    ("env", "env", read_env, {}),
+    ("retryCount", "retry_count", whole(*limits.RETRY_COUNT), 0),
+    ("priority", "priority", whole(*limits.PRIORITY, "a whole number from -1000 to 1000"), 0),
+    ("tenant", "tenant", pattern(limits.TENANT_RE, limits.NAME_RULE), limits.DEFAULT_TENANT),
+    ("maxRuntime", "max_runtime_s", read_duration, None),
+    ("taskRoles", "task_roles", read_roles, Required(_TASK_ROLES_WHAT)),
+)
+
+
+def parse_ours(doc: dict[Any, Any], errs: Errors | None = None) -> JobSpec:
+    """Validate a document in our format; raise `SpecError` listing every problem."""
+    errs = errs if errs is not None else Errors()
+    fields = read_fields(errs, doc, "", JOB_TABLE)
+    errs.raise_if_any()
+    return JobSpec(**fields)

@@ -1,0 +1,298 @@
+"""Jobs, their tasks and their events: every read and write the API and controller need.
+
+`JobRepo.move` is the one function that changes a job's state: it checks the move against
+the transition table of `gpuyard.model.states` and records the event in the same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from gpuyard.model import Clock, JobState, TaskState, check_job_transition
+from gpuyard.store.records import ACTIVE_TASK_STATES, EventRecord, JobRecord, TaskRecord
+from gpuyard.store.tables import EventRow, JobRow, TaskRow
+
+
+class JobNotFound(LookupError):
+    pass
+
+
+class JobAlreadyEnded(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    name: str
+    tenant: str
+    priority: int
+    retry_count: int
+    spec: Mapping[str, Any]
+    owner: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    role: str
+    index: int
+    node: str
+    gpus: tuple[int, ...]
+    cpu_milli: int
+    memory_mb: int
+
+
+def task_key(job_id: str, attempt: int, role: str, index: int) -> str:
+    return f"{job_id}-a{attempt}-{role}-{index}"
+
+
+class JobRepo:
+    def __init__(self, sessions: sessionmaker[Session], clock: Clock) -> None:
+        self._sessions = sessions
+        self._clock = clock
+
+    # ---- reads -------------------------------------------------------------------------
+
+    def get(self, job_id: str) -> JobRecord | None:
+        with self._sessions() as s:
+            row = s.get(JobRow, job_id)
+            return JobRecord.of(row) if row else None
+
+    def list(
+        self, states: Iterable[str] = (), tenant: str | None = None, limit: int = 100
+    ) -> list[JobRecord]:
+        q = select(JobRow).order_by(JobRow.seq.desc()).limit(max(1, min(limit, 1000)))
+        if states := list(states):
+            q = q.where(JobRow.state.in_(states))
+        if tenant:
+            q = q.where(JobRow.tenant == tenant)
+        with self._sessions() as s:
+            return [JobRecord.of(r) for r in s.scalars(q)]
+
+    def in_states(self, *states: JobState) -> list[JobRecord]:
+        q = select(JobRow).where(JobRow.state.in_([str(x) for x in states])).order_by(JobRow.seq)
+        with self._sessions() as s:
+            return [JobRecord.of(r) for r in s.scalars(q)]
+
+    def stop_requested(self) -> list[JobRecord]:
+        q = (
+            select(JobRow)
+            .where(JobRow.stop_requested.is_not(None))
+            .where(JobRow.state.in_([JobState.QUEUED, JobState.SCHEDULED, JobState.RUNNING]))
+        )
+        with self._sessions() as s:
+            return [JobRecord.of(r) for r in s.scalars(q)]
+
+    def tasks(self, job_id: str, attempt: int | None = None) -> list[TaskRecord]:
+        q = select(TaskRow).where(TaskRow.job_id == job_id)
+        if attempt is not None:
+            q = q.where(TaskRow.attempt == attempt)
+        q = q.order_by(TaskRow.attempt.desc(), TaskRow.id)
+        with self._sessions() as s:
+            return [TaskRecord.of(r) for r in s.scalars(q)]
+
+    def active_tasks(self) -> list[TaskRecord]:
+        q = select(TaskRow).where(TaskRow.state.in_(ACTIVE_TASK_STATES)).order_by(TaskRow.id)
+        with self._sessions() as s:
+            return [TaskRecord.of(r) for r in s.scalars(q)]
+
+    def events(self, job_id: str) -> list[EventRecord]:
+        q = select(EventRow).where(EventRow.job_id == job_id).order_by(EventRow.id)
+        with self._sessions() as s:
+            return [EventRecord.of(r) for r in s.scalars(q)]
+
+    # ---- writes ------------------------------------------------------------------------
+
+    def submit(self, job: NewJob) -> JobRecord:
+        now = self._clock.now()
+        with self._sessions.begin() as s:
+            seq = (s.scalar(select(func.max(JobRow.seq))) or 0) + 1
+            row = JobRow(
+                id=uuid.uuid4().hex[:12],
+                seq=seq,
+                name=job.name,
+                tenant=job.tenant,
+                owner=job.owner,
+                state=JobState.QUEUED,
+                priority=job.priority,
+                attempt=1,
+                retry_count=job.retry_count,
+                retries_used=0,
+                spec=json.dumps(job.spec),
+                submitted_at=now,
+            )
+            s.add(row)
+            s.flush()  # the job row first: events reference it
+            s.add(_event(row, None, JobState.QUEUED, "Submitted", None, now))
+            return JobRecord.of(row)
+
+    def request_stop(self, job_id: str, reason: str) -> JobRecord:
+        """Ask the controller to stop a job (`Cancelled`, `Timeout`); it does the stopping."""
+        with self._sessions.begin() as s:
+            row = s.get(JobRow, job_id)
+            if row is None:
+                raise JobNotFound(job_id)
+            if JobState(row.state).is_final:
+                raise JobAlreadyEnded(f"job {job_id} already ended {row.state}")
+            if row.stop_requested is None:
+                row.stop_requested = reason
+            return JobRecord.of(row)
+
+    def move(
+        self,
+        job_id: str,
+        to: JobState,
+        reason: str | None,
+        message: str | None = None,
+        **fields: Any,
+    ) -> JobRecord:
+        """The one way a job changes state: checked against the table, recorded as an event."""
+        now = self._clock.now()
+        with self._sessions.begin() as s:
+            row = s.get(JobRow, job_id)
+            if row is None:
+                raise JobNotFound(job_id)
+            _move(s, row, to, reason, message, now)
+            for name, value in fields.items():
+                setattr(row, name, value)
+            if to.is_final:  # an ended job keeps why it ended
+                row.finished_at, row.reason, row.message = now, reason, message
+                row.pending_code = row.pending_reason = None
+            return JobRecord.of(row)
+
+    def bind(self, job_id: str, attempt: int, tasks: Sequence[NewTask]) -> list[TaskRecord]:
+        """QUEUED → SCHEDULED with one STARTING task row per placed task, in one transaction."""
+        now = self._clock.now()
+        with self._sessions.begin() as s:
+            row = s.get(JobRow, job_id)
+            if row is None or row.state != JobState.QUEUED or row.attempt != attempt:
+                return []
+            _move(s, row, JobState.SCHEDULED, "Scheduled", _where(tasks), now)
+            row.pending_code = row.pending_reason = None
+            rows = [
+                TaskRow(
+                    job_id=job_id,
+                    attempt=attempt,
+                    role=t.role,
+                    idx=t.index,
+                    key=task_key(job_id, attempt, t.role, t.index),
+                    state=TaskState.STARTING,
+                    node=t.node,
+                    gpus=json.dumps(list(t.gpus)),
+                    cpu_milli=t.cpu_milli,
+                    memory_mb=t.memory_mb,
+                    stop_sent=False,
+                )
+                for t in tasks
+            ]
+            s.add_all(rows)
+            s.flush()
+            return [TaskRecord.of(r) for r in rows]
+
+    def task_running(self, task_id: int, started_at: float) -> bool:
+        with self._sessions.begin() as s:
+            row = s.get(TaskRow, task_id)
+            if row is None or row.state != TaskState.STARTING:
+                return False
+            row.state, row.started_at = TaskState.RUNNING, started_at
+            s.add(_task_event(row, TaskState.STARTING, TaskState.RUNNING, None, None, started_at))
+            return True
+
+    def task_ended(
+        self,
+        task_id: int,
+        state: TaskState,
+        exit_code: int | None,
+        reason: str,
+        message: str | None,
+        finished_at: float,
+    ) -> bool:
+        """Record a task's end exactly once: False if it was already recorded."""
+        with self._sessions.begin() as s:
+            row = s.get(TaskRow, task_id)
+            if row is None or row.state not in ACTIVE_TASK_STATES:
+                return False
+            s.add(_task_event(row, TaskState(row.state), state, reason, message, finished_at))
+            row.state, row.exit_code, row.reason = state, exit_code, reason
+            row.message, row.finished_at = message, finished_at
+            return True
+
+    def stop_sent(self, task_ids: Iterable[int]) -> None:
+        with self._sessions.begin() as s:
+            s.execute(update(TaskRow).where(TaskRow.id.in_(list(task_ids))).values(stop_sent=True))
+
+    def set_pending(self, reasons: Mapping[str, tuple[str, str]]) -> None:
+        """Store each queued job's pending reason (code, sentence); skip unchanged ones."""
+        if not reasons:
+            return
+        with self._sessions.begin() as s:
+            for row in s.scalars(select(JobRow).where(JobRow.id.in_(list(reasons)))):
+                code, text = reasons[row.id]
+                if row.state == JobState.QUEUED and (row.pending_code, row.pending_reason) != (
+                    code,
+                    text,
+                ):
+                    row.pending_code, row.pending_reason = code, text
+
+
+def _move(
+    s: Session, row: JobRow, to: JobState, reason: str | None, message: str | None, now: float
+) -> None:
+    src = JobState(row.state)
+    check_job_transition(src, to)
+    row.state = to
+    s.add(_event(row, src, to, reason, message, now))
+
+
+def _event(
+    row: JobRow,
+    src: JobState | None,
+    to: JobState,
+    reason: str | None,
+    message: str | None,
+    now: float,
+) -> EventRow:
+    return EventRow(
+        job_id=row.id,
+        time=now,
+        attempt=row.attempt,
+        task=None,
+        from_state=str(src) if src else None,
+        to_state=str(to),
+        reason=reason,
+        message=message,
+    )
+
+
+def _task_event(
+    row: TaskRow,
+    src: TaskState,
+    to: TaskState,
+    reason: str | None,
+    message: str | None,
+    now: float,
+) -> EventRow:
+    return EventRow(
+        job_id=row.job_id,
+        time=now,
+        attempt=row.attempt,
+        task=f"{row.role}/{row.idx}",
+        from_state=str(src),
+        to_state=str(to),
+        reason=reason,
+        message=message,
+    )
+
+
+def _where(tasks: Sequence[NewTask]) -> str:
+    parts = []
+    for t in tasks:
+        gpus = f" GPUs {','.join(map(str, t.gpus))}" if t.gpus else ""
+        parts.append(f"{t.role}/{t.index} → {t.node}{gpus}")
+    return "; ".join(parts)

@@ -1,0 +1,124 @@
+"""Plain, immutable views of stored rows, handed out of the store (never live ORM objects)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from gpuyard.model import JobState, TaskState
+from gpuyard.store.tables import EventRow, JobRow, TaskRow
+
+ACTIVE_TASK_STATES = (TaskState.STARTING.value, TaskState.RUNNING.value)
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    id: str
+    seq: int
+    name: str
+    tenant: str
+    owner: str | None
+    state: JobState
+    priority: int
+    attempt: int
+    retry_count: int
+    retries_used: int
+    spec: dict[str, Any]
+    submitted_at: float
+    started_at: float | None
+    finished_at: float | None
+    reason: str | None
+    message: str | None
+    pending_code: str | None
+    pending_reason: str | None
+    stop_requested: str | None
+
+    @classmethod
+    def of(cls, r: JobRow) -> JobRecord:
+        return cls(
+            r.id,
+            r.seq,
+            r.name,
+            r.tenant,
+            r.owner,
+            JobState(r.state),
+            r.priority,
+            r.attempt,
+            r.retry_count,
+            r.retries_used,
+            json.loads(r.spec),
+            r.submitted_at,
+            r.started_at,
+            r.finished_at,
+            r.reason,
+            r.message,
+            r.pending_code,
+            r.pending_reason,
+            r.stop_requested,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    id: int
+    job_id: str
+    attempt: int
+    role: str
+    index: int
+    key: str
+    state: TaskState
+    node: str
+    gpus: tuple[int, ...]
+    cpu_milli: int
+    memory_mb: int
+    exit_code: int | None
+    reason: str | None
+    message: str | None
+    started_at: float | None
+    finished_at: float | None
+    stop_sent: bool
+
+    @property
+    def name(self) -> str:
+        return f"{self.role}/{self.index}"
+
+    @classmethod
+    def of(cls, r: TaskRow) -> TaskRecord:
+        return cls(
+            r.id,
+            r.job_id,
+            r.attempt,
+            r.role,
+            r.idx,
+            r.key,
+            TaskState(r.state),
+            r.node,
+            tuple(json.loads(r.gpus)),
+            r.cpu_milli,
+            r.memory_mb,
+            r.exit_code,
+            r.reason,
+            r.message,
+            r.started_at,
+            r.finished_at,
+            r.stop_sent,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    job_id: str
+    time: float
+    attempt: int
+    task: str | None
+    from_state: str | None
+    to_state: str
+    reason: str | None
+    message: str | None
+
+    @classmethod
+    def of(cls, r: EventRow) -> EventRecord:
+        return cls(
+            r.job_id, r.time, r.attempt, r.task, r.from_state, r.to_state, r.reason, r.message
+        )

@@ -1,0 +1,86 @@
+"""The database tables: jobs, tasks (one row per task per attempt), events and nodes."""
+
+from __future__ import annotations
+
+from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class JobRow(Base):
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, unique=True)  # submission order
+    name: Mapped[str] = mapped_column(String(64))
+    tenant: Mapped[str] = mapped_column(String(64), index=True)
+    owner: Mapped[str | None] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(16), index=True)
+    priority: Mapped[int] = mapped_column(Integer, default=0)
+    attempt: Mapped[int] = mapped_column(Integer, default=1)
+    retry_count: Mapped[int] = mapped_column(Integer, default=0)
+    retries_used: Mapped[int] = mapped_column(Integer, default=0)
+    spec: Mapped[str] = mapped_column(Text)  # the normalised spec document, JSON
+    submitted_at: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[float | None] = mapped_column(Float)
+    finished_at: Mapped[float | None] = mapped_column(Float)
+    reason: Mapped[str | None] = mapped_column(String(64))
+    message: Mapped[str | None] = mapped_column(Text)
+    pending_code: Mapped[str | None] = mapped_column(String(64))
+    pending_reason: Mapped[str | None] = mapped_column(Text)
+    stop_requested: Mapped[str | None] = mapped_column(String(32))  # Cancelled | Timeout
+
+
+class TaskRow(Base):
+    __tablename__ = "tasks"
+    __table_args__ = (
+        UniqueConstraint("job_id", "attempt", "role", "idx", name="uq_task_attempt"),
+        Index("ix_tasks_state", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    attempt: Mapped[int] = mapped_column(Integer)
+    role: Mapped[str] = mapped_column(String(32))
+    idx: Mapped[int] = mapped_column(Integer)
+    key: Mapped[str] = mapped_column(String(128), unique=True)  # container / state dir name
+    state: Mapped[str] = mapped_column(String(16))
+    node: Mapped[str] = mapped_column(String(128))
+    gpus: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of GPU indices
+    cpu_milli: Mapped[int] = mapped_column(Integer)
+    memory_mb: Mapped[int] = mapped_column(Integer)
+    exit_code: Mapped[int | None] = mapped_column(Integer)
+    reason: Mapped[str | None] = mapped_column(String(64))
+    message: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[float | None] = mapped_column(Float)
+    finished_at: Mapped[float | None] = mapped_column(Float)
+    stop_sent: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class EventRow(Base):
+    __tablename__ = "events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    time: Mapped[float] = mapped_column(Float)
+    attempt: Mapped[int] = mapped_column(Integer)
+    task: Mapped[str | None] = mapped_column(String(64))  # "role/index" or None for the job
+    from_state: Mapped[str | None] = mapped_column(String(16))
+    to_state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(String(64))
+    message: Mapped[str | None] = mapped_column(Text)
+
+
+class NodeRow(Base):
+    __tablename__ = "nodes"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    cpu_milli: Mapped[int] = mapped_column(Integer)
+    memory_mb: Mapped[int] = mapped_column(Integer)
+    gpus: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of GPU devices
+    schedulable: Mapped[bool] = mapped_column(Boolean, default=True)
+    engine: Mapped[str] = mapped_column(String(32), default="local")
+    last_seen: Mapped[float] = mapped_column(Float)

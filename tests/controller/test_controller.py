@@ -1,0 +1,199 @@
+"""The real controller, store and scheduler on a fake cluster, driven cycle by cycle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from builders import make_node
+from fake_engine import FakeEngine
+from gpuyard.controller import Controller
+from gpuyard.model import JobState, ManualClock, TaskState
+from gpuyard.spec import parse_job_spec
+from gpuyard.store import NewJob, Store, open_store
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(1_000_000.0)
+
+
+@pytest.fixture
+def store(tmp_path: Path, clock: ManualClock) -> Store:
+    return open_store(tmp_path, clock=clock)
+
+
+@pytest.fixture
+def engine() -> FakeEngine:
+    return FakeEngine(make_node("n1", gpus=4), make_node("n2", gpus=4))
+
+
+@pytest.fixture
+def ctl(store: Store, engine: FakeEngine, clock: ManualClock) -> Controller:
+    return Controller(store, engine, clock, stop_grace_s=5)
+
+
+def submit(store: Store, *, tasks: int = 1, gpus: int = 1, retry: int = 0, **extra) -> str:
+    doc = {
+        "name": "t", "retryCount": retry,
+        "taskRoles": {"worker": {"taskNumber": tasks, "gpuNumber": gpus, "command": "true"}},
+        **extra,
+    }
+    spec = parse_job_spec(doc)
+    job = NewJob(spec.name, spec.tenant, spec.priority, spec.retry_count, spec.to_document())
+    return store.jobs.submit(job).id
+
+
+def state(store: Store, job_id: str) -> JobState:
+    job = store.jobs.get(job_id)
+    assert job is not None
+    return job.state
+
+
+def test_a_job_runs_to_success_and_is_released(ctl, store, engine):
+    jid = submit(store, gpus=2)
+    ctl.run_cycle()
+    assert state(store, jid) == JobState.SCHEDULED
+    (key,) = engine.keys_on(jid)
+    assert len(engine.launched[key].gpus) == 2
+    engine.run(key)
+    ctl.run_cycle()
+    assert state(store, jid) == JobState.RUNNING
+    engine.exit(key, 0, "Completed")
+    ctl.run_cycle()
+    ctl.run_cycle()
+    job = store.jobs.get(jid)
+    assert job.state == JobState.SUCCEEDED and job.reason == "Completed"
+    assert engine.released == [key]
+    moves = [(e.from_state, e.to_state) for e in store.jobs.events(jid) if e.task is None]
+    assert moves == [(None, "QUEUED"), ("QUEUED", "SCHEDULED"), ("SCHEDULED", "RUNNING"),
+                     ("RUNNING", "SUCCEEDED")]
+
+
+def test_user_failure_is_retried_retry_count_times_then_fails(ctl, store, engine):
+    jid = submit(store, retry=2)
+    for attempt in (1, 2, 3):
+        ctl.run_cycle()
+        job = store.jobs.get(jid)
+        assert job.attempt == attempt
+        key = engine.keys_on(jid)[-1]
+        assert engine.launched[key].attempt == attempt
+        engine.run(key)
+        engine.exit(key, 3, "Error(exit 3)")
+        ctl.run_cycle()
+    job = store.jobs.get(jid)
+    assert job.state == JobState.FAILED
+    assert job.reason == "Error(exit 3)"
+    assert job.retries_used == 2
+    assert len(store.jobs.tasks(jid)) == 3
+
+
+def test_lost_node_is_retried_without_counting(ctl, store, engine):
+    jid = submit(store, retry=0)
+    ctl.run_cycle()
+    (key,) = engine.keys_on(jid)
+    engine.run(key)
+    ctl.run_cycle()
+    engine.lose_node(engine.node_of[key])
+    ctl.run_cycle()
+    job = store.jobs.get(jid)
+    assert job.state in (JobState.QUEUED, JobState.SCHEDULED)
+    assert job.attempt == 2 and job.retries_used == 0
+    first = [t for t in store.jobs.tasks(jid) if t.attempt == 1][0]
+    assert first.reason == "NodeLost"
+
+
+def test_cancel_a_running_job_stops_its_tasks_with_the_grace_period(ctl, store, engine):
+    jid = submit(store, tasks=2)
+    ctl.run_cycle()
+    keys = engine.keys_on(jid)
+    for k in keys:
+        engine.run(k)
+    ctl.run_cycle()
+    store.jobs.request_stop(jid, "Cancelled")
+    ctl.run_cycle()
+    assert engine.stopped == {k: 5 for k in keys}
+    for k in keys:
+        engine.exit(k, 143, "Signal(SIGTERM)")
+    ctl.run_cycle()
+    job = store.jobs.get(jid)
+    assert job.state == JobState.STOPPED and job.reason == "Cancelled"
+    assert {t.reason for t in store.jobs.tasks(jid)} == {"Cancelled"}
+
+
+def test_cancel_a_queued_job(ctl, store):
+    jid = submit(store, gpus=16)
+    ctl.run_cycle()
+    assert state(store, jid) == JobState.QUEUED
+    store.jobs.request_stop(jid, "Cancelled")
+    ctl.run_cycle()
+    assert state(store, jid) == JobState.STOPPED
+
+
+def test_max_runtime_times_out(ctl, store, engine, clock):
+    jid = submit(store, maxRuntime="1m")
+    ctl.run_cycle()
+    (key,) = engine.keys_on(jid)
+    engine.run(key)
+    ctl.run_cycle()
+    clock.advance(61)
+    ctl.run_cycle()
+    assert key in engine.stopped
+    engine.exit(key, 137, "Signal(SIGKILL)")
+    ctl.run_cycle()
+    job = store.jobs.get(jid)
+    assert job.state == JobState.FAILED and job.reason == "Timeout"
+
+
+def test_a_failed_task_stops_its_gang(ctl, store, engine):
+    jid = submit(store, tasks=2)
+    ctl.run_cycle()
+    a, b = engine.keys_on(jid)
+    engine.run(a)
+    engine.run(b)
+    engine.exit(a, 1, "Error(exit 1)")
+    ctl.run_cycle()
+    assert b in engine.stopped
+    engine.exit(b, 143, "Signal(SIGTERM)")
+    ctl.run_cycle()
+    job = store.jobs.get(jid)
+    assert job.state == JobState.FAILED and job.reason == "Error(exit 1)"
+
+
+def test_a_job_too_big_waits_with_a_reason_and_does_not_block(ctl, store, engine):
+    big = submit(store, gpus=8)
+    small = submit(store, gpus=1)
+    ctl.run_cycle()
+    job = store.jobs.get(big)
+    assert job.state == JobState.QUEUED
+    assert job.pending_code == "ExceedsNodeCapacity"
+    assert "needs 8 GPUs on one node; no node has more than 4" in job.pending_reason
+    assert state(store, small) == JobState.SCHEDULED
+
+
+def test_an_exit_is_recorded_once(ctl, store, engine):
+    jid = submit(store)
+    ctl.run_cycle()
+    (key,) = engine.keys_on(jid)
+    engine.run(key)
+    engine.exit(key, 0, "Completed")
+    for _ in range(3):
+        ctl.run_cycle()
+    ends = [e for e in store.jobs.events(jid) if e.task and e.to_state == TaskState.SUCCEEDED]
+    assert len(ends) == 1
+    assert engine.released == [key]
+
+
+def test_restart_adopts_running_tasks(store, engine, clock):
+    jid = submit(store)
+    Controller(store, engine, clock).run_cycle()
+    (key,) = engine.keys_on(jid)
+    engine.run(key)
+    fresh = Controller(store, engine, clock)  # a new controller on the same store and nodes
+    fresh.run_cycle()
+    assert state(store, jid) == JobState.RUNNING
+    engine.exit(key, 0, "Completed")
+    fresh.run_cycle()
+    assert state(store, jid) == JobState.SUCCEEDED
+    assert len(store.jobs.tasks(jid)) == 1

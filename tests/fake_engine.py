@@ -1,0 +1,72 @@
+"""A fake cluster for controller tests: nodes declared in memory, tasks that end when told.
+
+It implements the real `Engine` interface, so the real controller, store and scheduler run
+unchanged around it (injected through the constructor, no monkeypatching).
+"""
+
+from __future__ import annotations
+
+from gpuyard.engine import NodeUnavailable
+from gpuyard.model import Node
+from gpuyard.runtime.types import TaskExit, TaskLaunch, TaskPhase, TaskStatus
+
+
+class FakeEngine:
+    name = "fake"
+
+    def __init__(self, *nodes: Node, now: float = 0.0) -> None:
+        self._nodes = {n.name: n for n in nodes}
+        self.launched: dict[str, TaskLaunch] = {}
+        self.status_of: dict[str, TaskStatus] = {}
+        self.stopped: dict[str, float] = {}
+        self.released: list[str] = []
+        self.node_of: dict[str, str] = {}
+        self.now = now
+
+    # -- test controls --
+    def run(self, key: str) -> None:
+        self.status_of[key] = TaskStatus(key, TaskPhase.RUNNING, started_at=self.now)
+
+    def exit(self, key: str, code: int, reason: str) -> None:
+        started = self.status_of[key].started_at or self.now
+        self.status_of[key] = TaskStatus(
+            key, TaskPhase.EXITED, started, TaskExit(code, reason, self.now, "")
+        )
+
+    def lose_node(self, name: str) -> None:
+        """The node and every trace of its tasks disappear."""
+        del self._nodes[name]
+        for key in [k for k, n in self.node_of.items() if n == name]:
+            self.status_of.pop(key, None)
+
+    def keys_on(self, job_id: str) -> list[str]:
+        return sorted(k for k, launch in self.launched.items() if launch.job_id == job_id)
+
+    # -- Engine --
+    def nodes(self) -> list[Node]:
+        return list(self._nodes.values())
+
+    def start(self, node: str, launch: TaskLaunch) -> None:
+        if node not in self._nodes:
+            raise NodeUnavailable(node)
+        self.launched[launch.key] = launch
+        self.node_of[launch.key] = node
+        self.status_of[launch.key] = TaskStatus(launch.key, TaskPhase.STARTING)
+
+    def status(self, node: str, key: str) -> TaskStatus:
+        return self.status_of.get(key, TaskStatus(key, TaskPhase.UNKNOWN))
+
+    def stop(self, node: str, key: str, grace_s: float) -> None:
+        self.stopped[key] = grace_s
+
+    def read_log(self, node: str, key: str, offset: int, limit: int) -> bytes:
+        return b""
+
+    def tail_log(self, node: str, key: str, lines: int) -> str:
+        return ""
+
+    def release(self, node: str, key: str) -> None:
+        self.released.append(key)
+
+    def close(self) -> None:
+        return None

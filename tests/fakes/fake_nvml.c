@@ -1,0 +1,374 @@
+/*
+ * A fake NVML for gpuyard's tests: built as libnvidia-ml.so.1 and loaded by the real pynvml
+ * when the process starts with LD_LIBRARY_PATH pointing at its directory.
+ *
+ *   gcc -shared -fPIC -O1 -Wall -Wextra -o DIR/libnvidia-ml.so.1 tests/fakes/fake_nvml.c
+ *
+ * Environment, read at the first successful nvmlInit*:
+ *   FAKE_NVML_GPUS  GPUs separated by ';', each "name|uuid|memory_mb" with optional further
+ *                   fields "|minor|util_gpu|util_mem|temp_c|power_mw|used_mb"
+ *                   (defaults: minor = index, 0 %, 0 %, 40 C, 50000 mW, 0 MB used).
+ *                   Unset or empty: no GPUs. Malformed: nvmlInit returns NVML_ERROR_UNKNOWN.
+ *   FAKE_NVML_FAIL  driver_not_loaded | no_permission | lib_rm_version_mismatch | unknown:
+ *                   every nvmlInit* returns that error;
+ *                   gpu_is_lost:N: every query of device N returns NVML_ERROR_GPU_IS_LOST.
+ *
+ * Signatures follow NVML's nvml.h. Only what gpuyard and pynvml's init path call is here.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum nvmlReturn_enum {
+    NVML_SUCCESS = 0,
+    NVML_ERROR_UNINITIALIZED = 1,
+    NVML_ERROR_INVALID_ARGUMENT = 2,
+    NVML_ERROR_NOT_SUPPORTED = 3,
+    NVML_ERROR_NO_PERMISSION = 4,
+    NVML_ERROR_NOT_FOUND = 6,
+    NVML_ERROR_INSUFFICIENT_SIZE = 7,
+    NVML_ERROR_DRIVER_NOT_LOADED = 9,
+    NVML_ERROR_GPU_IS_LOST = 15,
+    NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
+    NVML_ERROR_UNKNOWN = 999
+} nvmlReturn_t;
+
+typedef struct nvmlDevice_st *nvmlDevice_t;
+
+typedef struct nvmlMemory_st {
+    unsigned long long total;
+    unsigned long long free;
+    unsigned long long used;
+} nvmlMemory_t;
+
+typedef struct nvmlMemory_v2_st {
+    unsigned int version;
+    unsigned long long total;
+    unsigned long long reserved;
+    unsigned long long free;
+    unsigned long long used;
+} nvmlMemory_v2_t;
+
+typedef struct nvmlUtilization_st {
+    unsigned int gpu;
+    unsigned int memory;
+} nvmlUtilization_t;
+
+typedef enum nvmlTemperatureSensors_enum { NVML_TEMPERATURE_GPU = 0 } nvmlTemperatureSensors_t;
+
+#define MAX_GPUS 64
+#define TEXT_SIZE 96
+#define MIB (1024ULL * 1024ULL)
+
+struct nvmlDevice_st {
+    char name[TEXT_SIZE];
+    char uuid[TEXT_SIZE];
+    unsigned long long memory_mb, used_mb;
+    unsigned int minor, util_gpu, util_mem, temp_c, power_mw;
+    int lost;
+};
+
+static struct nvmlDevice_st devices[MAX_GPUS];
+static unsigned int device_count;
+static int init_count;
+
+/* ---- configuration ---- */
+
+static int parse_uint(const char *text, unsigned long long *out)
+{
+    char *end;
+    if (text == NULL || *text == '\0')
+        return 0;
+    *out = strtoull(text, &end, 10);
+    return *end == '\0';
+}
+
+static int copy_field(char *dst, const char *src)
+{
+    if (src == NULL || *src == '\0' || strlen(src) >= TEXT_SIZE)
+        return 0;
+    strcpy(dst, src);
+    return 1;
+}
+
+/* "name|uuid|memory_mb[|minor|util_gpu|util_mem|temp_c|power_mw|used_mb]" */
+static int parse_gpu(char *spec, unsigned int index, struct nvmlDevice_st *d)
+{
+    unsigned long long numbers[7] = {index, 0, 0, 40, 50000, 0, 0};
+    char *name = strsep(&spec, "|");
+    char *uuid = strsep(&spec, "|");
+    char *memory = strsep(&spec, "|");
+    unsigned long long memory_mb;
+    int n;
+
+    if (!copy_field(d->name, name) || !copy_field(d->uuid, uuid) || !parse_uint(memory, &memory_mb))
+        return 0;
+    for (n = 0; spec != NULL; n++)
+        if (n >= 6 || !parse_uint(strsep(&spec, "|"), &numbers[n]))
+            return 0;
+    d->memory_mb = memory_mb;
+    d->minor = (unsigned int)numbers[0];
+    d->util_gpu = (unsigned int)numbers[1];
+    d->util_mem = (unsigned int)numbers[2];
+    d->temp_c = (unsigned int)numbers[3];
+    d->power_mw = (unsigned int)numbers[4];
+    d->used_mb = numbers[5] < memory_mb ? numbers[5] : memory_mb;
+    d->lost = 0;
+    return 1;
+}
+
+static int load_devices(void)
+{
+    const char *env = getenv("FAKE_NVML_GPUS");
+    char *copy, *rest, *spec;
+    int ok = 1;
+
+    device_count = 0;
+    if (env == NULL || *env == '\0')
+        return 1;
+    copy = rest = strdup(env);
+    if (copy == NULL)
+        return 0;
+    while (ok && (spec = strsep(&rest, ";")) != NULL) {
+        if (*spec == '\0')
+            continue;
+        ok = device_count < MAX_GPUS && parse_gpu(spec, device_count, &devices[device_count]);
+        if (ok)
+            device_count++;
+    }
+    free(copy);
+    if (!ok)
+        fprintf(stderr, "fake_nvml: bad FAKE_NVML_GPUS entry in \"%s\"\n", env);
+    return ok;
+}
+
+static nvmlReturn_t init_failure(void)
+{
+    const char *fail = getenv("FAKE_NVML_FAIL");
+    if (fail == NULL)
+        return NVML_SUCCESS;
+    if (strcmp(fail, "driver_not_loaded") == 0)
+        return NVML_ERROR_DRIVER_NOT_LOADED;
+    if (strcmp(fail, "no_permission") == 0)
+        return NVML_ERROR_NO_PERMISSION;
+    if (strcmp(fail, "lib_rm_version_mismatch") == 0)
+        return NVML_ERROR_LIB_RM_VERSION_MISMATCH;
+    if (strcmp(fail, "unknown") == 0)
+        return NVML_ERROR_UNKNOWN;
+    return NVML_SUCCESS;
+}
+
+static void mark_lost_device(void)
+{
+    const char *fail = getenv("FAKE_NVML_FAIL");
+    unsigned long long index;
+    if (fail != NULL && strncmp(fail, "gpu_is_lost:", 12) == 0 && parse_uint(fail + 12, &index)
+        && index < device_count)
+        devices[index].lost = 1;
+}
+
+/* ---- helpers ---- */
+
+static nvmlReturn_t check(nvmlDevice_t device, const void *out)
+{
+    unsigned int i;
+    if (init_count == 0)
+        return NVML_ERROR_UNINITIALIZED;
+    if (out == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (i = 0; i < device_count; i++)
+        if (device == &devices[i])
+            return device->lost ? NVML_ERROR_GPU_IS_LOST : NVML_SUCCESS;
+    return NVML_ERROR_INVALID_ARGUMENT;
+}
+
+static nvmlReturn_t copy_out(char *dst, unsigned int length, const char *src)
+{
+    if (dst == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (strlen(src) + 1 > length)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    strcpy(dst, src);
+    return NVML_SUCCESS;
+}
+
+/* ---- init, shutdown, errors, system ---- */
+
+nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
+{
+    nvmlReturn_t failure = init_failure();
+    (void)flags;
+    if (failure != NVML_SUCCESS)
+        return failure;
+    if (init_count == 0) {
+        if (!load_devices())
+            return NVML_ERROR_UNKNOWN;
+        mark_lost_device();
+    }
+    init_count++;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlInit_v2(void) { return nvmlInitWithFlags(0); }
+nvmlReturn_t nvmlInit(void) { return nvmlInitWithFlags(0); }
+
+nvmlReturn_t nvmlShutdown(void)
+{
+    if (init_count == 0)
+        return NVML_ERROR_UNINITIALIZED;
+    init_count--;
+    return NVML_SUCCESS;
+}
+
+const char *nvmlErrorString(nvmlReturn_t result)
+{
+    switch (result) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "RM has detected an NVML/RM version mismatch.";
+    default: return "Unknown Error";
+    }
+}
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
+{
+    return init_count ? copy_out(version, length, "550.54.15") : NVML_ERROR_UNINITIALIZED;
+}
+
+nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
+{
+    return init_count ? copy_out(version, length, "12.550.54.15") : NVML_ERROR_UNINITIALIZED;
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
+{
+    if (init_count == 0)
+        return NVML_ERROR_UNINITIALIZED;
+    if (cudaDriverVersion == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *cudaDriverVersion = 12040;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)
+{
+    return nvmlSystemGetCudaDriverVersion(cudaDriverVersion);
+}
+
+/* ---- devices ---- */
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
+{
+    if (init_count == 0)
+        return NVML_ERROR_UNINITIALIZED;
+    if (deviceCount == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *deviceCount = device_count;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount) { return nvmlDeviceGetCount_v2(deviceCount); }
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+{
+    if (init_count == 0)
+        return NVML_ERROR_UNINITIALIZED;
+    if (device == NULL || index >= device_count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *device = &devices[index];
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device)
+{
+    return nvmlDeviceGetHandleByIndex_v2(index, device);
+}
+
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
+{
+    nvmlReturn_t ret = check(device, index);
+    if (ret == NVML_SUCCESS)
+        *index = (unsigned int)(device - devices);
+    return ret;
+}
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
+{
+    nvmlReturn_t ret = check(device, name);
+    return ret == NVML_SUCCESS ? copy_out(name, length, device->name) : ret;
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
+{
+    nvmlReturn_t ret = check(device, uuid);
+    return ret == NVML_SUCCESS ? copy_out(uuid, length, device->uuid) : ret;
+}
+
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber)
+{
+    nvmlReturn_t ret = check(device, minorNumber);
+    if (ret == NVML_SUCCESS)
+        *minorNumber = device->minor;
+    return ret;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+    nvmlReturn_t ret = check(device, memory);
+    if (ret == NVML_SUCCESS) {
+        memory->total = device->memory_mb * MIB;
+        memory->used = device->used_mb * MIB;
+        memory->free = memory->total - memory->used;
+    }
+    return ret;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
+{
+    nvmlReturn_t ret = check(device, memory);
+    if (ret == NVML_SUCCESS) {
+        memory->total = device->memory_mb * MIB;
+        memory->reserved = 0;
+        memory->used = device->used_mb * MIB;
+        memory->free = memory->total - memory->used;
+    }
+    return ret;
+}
+
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization)
+{
+    nvmlReturn_t ret = check(device, utilization);
+    if (ret == NVML_SUCCESS) {
+        utilization->gpu = device->util_gpu;
+        utilization->memory = device->util_mem;
+    }
+    return ret;
+}
+
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
+                                      unsigned int *temp)
+{
+    nvmlReturn_t ret = check(device, temp);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (sensorType != NVML_TEMPERATURE_GPU)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *temp = device->temp_c;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
+{
+    nvmlReturn_t ret = check(device, power);
+    if (ret == NVML_SUCCESS)
+        *power = device->power_mw;
+    return ret;
+}

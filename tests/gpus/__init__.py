@@ -1,0 +1,1 @@
+"""Tests of GPU discovery (NVML and declared fake GPUs) and of the local node."""

@@ -1,0 +1,158 @@
+"""The runtime's pure pieces, without containers: env, OCI config, host root, exit reasons."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from gpuyard.model import GpuDevice, TaskReason
+from gpuyard.runtime import TaskExit, TaskLaunch
+from gpuyard.runtime.env import build_env
+from gpuyard.runtime.exits import (
+    exit_reason,
+    launch_failure_reason,
+    runtime_errors,
+    tail_lines,
+    with_log,
+)
+from gpuyard.runtime.oci import build_config, hostname
+from gpuyard.runtime.rootfs import HostRootfs, Rootfs
+from gpuyard.runtime.taskdir import TaskDir, check_key, exit_from_json, exit_to_json
+
+
+def launch(**fields: object) -> TaskLaunch:
+    values: dict[str, object] = {
+        "key": "job-1-worker-0-a1", "job_id": "job-1", "job_name": "demo", "role": "worker",
+        "index": 0, "attempt": 1, "command": "python train.py", "cpu": 2.5, "memory_mb": 4096,
+    }
+    values.update(fields)
+    return TaskLaunch(**values)  # type: ignore[arg-type]
+
+
+def env_of(task: TaskLaunch) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in build_env(task))
+
+
+def test_platform_env_wins_over_the_users() -> None:
+    gpus = (GpuDevice(3, "GPU-x", "A100", 81920, fake=True),)
+    env = env_of(launch(gpus=gpus, env=(("CUDA_VISIBLE_DEVICES", "3"), ("HOME", "/h"),
+                                        ("PAI_TASK_INDEX", "9"))))
+    assert env["CUDA_VISIBLE_DEVICES"] == "0" and env["NVIDIA_VISIBLE_DEVICES"] == "GPU-x"
+    assert env["PAI_TASK_INDEX"] == "0"
+    assert env["HOME"] == "/h"  # a default, the user may change it
+
+
+def test_role_counts_become_pai_variables() -> None:
+    env = env_of(launch(role="ps-server", role_task_counts=(("ps-server", 2), ("worker", 4))))
+    assert env["PAI_TASK_ROLE_TASK_COUNT_ps_server"] == "2"
+    assert env["PAI_TASK_ROLE_TASK_COUNT_worker"] == "4"
+    assert env["PAI_TASK_ROLE_LIST"] == "ps-server,worker"
+    assert env_of(launch())["PAI_TASK_ROLE_LIST"] == "worker"
+
+
+@pytest.mark.parametrize("bad", [("1X", "v"), ("A B", "v"), ("OK", "a\0b")])
+def test_bad_user_env_is_refused(bad: tuple[str, str]) -> None:
+    with pytest.raises(ValueError):
+        build_env(launch(env=(bad,)))
+
+
+def test_hostname() -> None:
+    assert hostname("worker", 3) == "worker-3"
+    assert hostname("PS_Server", 0) == "ps-server-0"
+    assert len(hostname("r" * 100, 12)) == 63
+
+
+def test_config_limits_namespaces_and_mounts(tmp_path: Path) -> None:
+    task = launch(data_dir="/datasets/x", output_dir="/results/y", pids_limit=99)
+    rootfs = Rootfs(tmp_path / "root", readonly=True, mounts=({"destination": "/usr"},))
+    config = build_config(task, rootfs, tmp_path / "work")
+    linux = config["linux"]
+    assert linux["cgroupsPath"] == "/gpuyard/job-1-worker-0-a1"
+    assert linux["resources"]["memory"]["limit"] == 4096 * 1024 * 1024
+    assert linux["resources"]["memory"].get("swap", 4096 * 1024 * 1024) == 4096 * 1024 * 1024
+    assert linux["resources"]["cpu"]["quota"] == 250_000
+    assert linux["resources"]["cpu"]["period"] == 100_000
+    assert linux["resources"]["pids"]["limit"] == 99
+    assert {n["type"] for n in linux["namespaces"]} == {"pid", "mount", "uts", "ipc"}
+    mounts = {m["destination"]: m for m in config["mounts"]}
+    assert "/sys/fs/cgroup" not in mounts and "/usr" in mounts
+    assert "rro" in mounts["/data"]["options"] and mounts["/data"]["source"] == "/datasets/x"
+    assert "rw" in mounts["/output"]["options"]
+    assert mounts["/workspace"]["source"] == str(tmp_path / "work")
+    process = config["process"]
+    assert process["args"] == ["/bin/sh", "-c", "python train.py"]
+    assert process["cwd"] == "/workspace" and process["terminal"] is False
+    assert process["noNewPrivileges"] is True
+    assert config["root"] == {"path": str(tmp_path / "root"), "readonly": True}
+
+
+def test_host_rootfs_mirrors_the_host_top_level(tmp_path: Path) -> None:
+    host, skeleton = tmp_path / "host", tmp_path / "state" / "hostroot"
+    for name in ("usr", "etc", "proc", "tmp", "lost+found", ".hidden", "home"):
+        (host / name).mkdir(parents=True)
+    (host / "bin").symlink_to("usr/bin")
+    (host / "file.txt").write_text("x")
+    rootfs = HostRootfs(skeleton, hidden=(host / "home" / "state",), host=host).prepare()
+    again = HostRootfs(skeleton, hidden=(host / "home" / "state",), host=host).prepare()
+    assert rootfs == again  # idempotent
+    assert os.readlink(skeleton / "bin") == "usr/bin"
+    binds = [m["destination"] for m in rootfs.mounts if m["type"] == "bind"]
+    assert binds == ["/etc", "/home", "/usr"]
+    assert all("rro" in m["options"] for m in rootfs.mounts if m["type"] == "bind")
+    tmpfs = [m["destination"] for m in rootfs.mounts if m["type"] == "tmpfs"]
+    assert tmpfs[:2] == ["/tmp", "/run"]
+    assert tmpfs[2] == "/home/state"  # the state dir is masked
+    assert {"proc", "dev", "tmp", "data", "output", "workspace"} <= set(os.listdir(skeleton))
+
+
+@pytest.mark.parametrize(("code", "sig", "oom", "reason"), [
+    (0, None, 0, TaskReason.COMPLETED),
+    (0, None, 1, TaskReason.COMPLETED),  # a child was OOM-killed but the task recovered
+    (137, 9, 1, TaskReason.OOM_KILLED),
+    (137, None, 1, TaskReason.OOM_KILLED),
+    (137, 9, 0, "Signal(SIGKILL)"),
+    (143, None, 0, "Signal(SIGTERM)"),
+    (127, None, 0, TaskReason.COMMAND_NOT_FOUND),
+    (3, None, 0, "Error(exit 3)"),
+    (255, None, 0, "Error(exit 255)"),
+])
+def test_exit_reasons(code: int, sig: int | None, oom: int, reason: str) -> None:
+    assert exit_reason(code, sig, oom) == reason
+
+
+def test_launch_failures() -> None:
+    assert launch_failure_reason(
+        'exec: "foo": executable file not found in $PATH') == TaskReason.COMMAND_NOT_FOUND
+    assert launch_failure_reason(
+        "executable file `/x` not found in $PATH: No such file") == TaskReason.COMMAND_NOT_FOUND
+    assert launch_failure_reason("error mounting /x") == TaskReason.AGENT_ERROR
+
+
+def test_runtime_errors_are_read_from_json_logs(tmp_path: Path) -> None:
+    log = tmp_path / "runtime.log"
+    log.write_text('{"level":"info","msg":"hello"}\n{"level":"error","msg":"boom"}\nraw line\n')
+    assert runtime_errors(log) == "boom\nraw line"
+    assert runtime_errors(tmp_path / "missing") == ""
+
+
+def test_tail_lines_is_bounded(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    log.write_text("".join(f"line {i}\n" for i in range(10_000)))
+    assert tail_lines(log, 2) == "line 9998\nline 9999"
+    assert tail_lines(log, 5, max_bytes=30).split("\n")[0] == "line 9997"  # whole lines only
+    assert tail_lines(tmp_path / "missing") == ""
+    assert with_log("failed", log).startswith("failed\n--- last lines of the log ---\nline")
+
+
+def test_keys_and_exit_files(tmp_path: Path) -> None:
+    assert check_key("job-1_worker.0") == "job-1_worker.0"
+    for bad in ("", ".", "..", "a/b", "a b", "x" * 129):
+        with pytest.raises(ValueError):
+            check_key(bad)
+    exit_ = TaskExit(3, "Error(exit 3)", 12.5, "tail", stop_requested=True)
+    assert exit_from_json(exit_to_json(exit_)) == exit_
+    td = TaskDir(tmp_path)
+    td.write_exit(exit_)
+    assert td.read_exit() == exit_ and exit_from_json({"nope": 1}) is None
