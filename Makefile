@@ -6,13 +6,15 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := crun runc gcc python3-venv
 PORT   ?= 8080
 
-.PHONY: run test system venv lint clean
+.PHONY: run test system venv host lint clean
 
-system: ## the system parts: OCI runtimes, a C compiler (fake NVML in tests), host cgroup set-up
+system: ## the system parts: OCI runtimes, a C compiler (fake NVML in tests)
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
-	@$(SUDO) scripts/host-setup.sh
+
+host: venv ## host set-up for crun on hybrid cgroup v1 hosts (idempotent; runc needs none)
+	-@$(SUDO) $(BIN)/python -m gpuyard.runtime.hostsetup
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,14 +24,14 @@ $(BIN)/.installed: pyproject.toml
 
 venv: $(BIN)/.installed
 
-run: system venv ## start gpuyard in the foreground on 127.0.0.1:$(PORT)
+run: system venv host ## start gpuyard in the foreground on 127.0.0.1:$(PORT)
 	$(BIN)/gpuyard up --port $(PORT) --fake-gpus-if-none 4xA100-80GB
 
 lint: venv
 	$(BIN)/ruff check src tests bench
 	$(BIN)/lint-imports
 
-test: system venv lint ## every test, real containers and a real server included
+test: system venv host lint ## every test, real containers and a real server included
 	$(BIN)/pytest -q
 
 clean:

@@ -1,4 +1,4 @@
-"""`gpuyard up`: assemble the embedded platform (store, node agent, controller, API) and serve it."""
+"""`gpuyard up`: assemble the embedded platform (store, node agent, controller, API), serve it."""
 
 from __future__ import annotations
 
@@ -57,7 +57,11 @@ def build_controller(cfg: ServerConfig) -> Controller:
     runtime = ContainerRuntime(cfg.data_dir / "node", cfg.oci_runtime)
     engine = LocalEngine(NodeAgent(build_node(cfg), runtime))
     return Controller(
-        store, engine, clock, interval_s=cfg.cycle_interval_s, stop_grace_s=cfg.stop_grace_s,
+        store,
+        engine,
+        clock,
+        interval_s=cfg.cycle_interval_s,
+        stop_grace_s=cfg.stop_grace_s,
         pids_limit=cfg.pids_limit,
     )
 
@@ -82,17 +86,19 @@ def describe(cfg: ServerConfig, ctl: Controller) -> str:
     node = ctl.engine.nodes()[0]
     gpus = ", ".join(f"{g.index}:{g.label}" for g in node.gpus) or "none"
     url = f"http://{cfg.host}:{cfg.port}"
-    return "\n".join([
-        f"gpuyard is up at {url}  (API docs: {url}/docs)",
-        f"  data dir : {cfg.data_dir}",
-        f"  node     : {node.name}: {node.cpu_milli / 1000:g} CPUs, {node.memory_mb} MB, "
-        f"GPUs: {gpus}",
-        f"  runtime  : {getattr(ctl.engine, 'runtime_name', 'oci')}",
-        "Submit an example from another shell:",
-        f"  export GPUYARD_URL={url}",
-        "  .venv/bin/gpuyard submit examples/hello.yaml --wait",
-        "  .venv/bin/gpuyard jobs",
-    ])
+    return "\n".join(
+        [
+            f"gpuyard is up at {url}  (API docs: {url}/docs)",
+            f"  data dir : {cfg.data_dir}",
+            f"  node     : {node.name}: {node.cpu_milli / 1000:g} CPUs, {node.memory_mb} MB, "
+            f"GPUs: {gpus}",
+            f"  runtime  : {getattr(ctl.engine, 'runtime_name', 'oci')}",
+            "Submit an example from another shell:",
+            f"  export GPUYARD_URL={url}",
+            "  .venv/bin/gpuyard submit examples/hello.yaml --wait",
+            "  .venv/bin/gpuyard jobs",
+        ]
+    )
 
 
 def serve(cfg: ServerConfig) -> None:

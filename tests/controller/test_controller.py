@@ -36,7 +36,8 @@ def ctl(store: Store, engine: FakeEngine, clock: ManualClock) -> Controller:
 
 def submit(store: Store, *, tasks: int = 1, gpus: int = 1, retry: int = 0, **extra) -> str:
     doc = {
-        "name": "t", "retryCount": retry,
+        "name": "t",
+        "retryCount": retry,
         "taskRoles": {"worker": {"taskNumber": tasks, "gpuNumber": gpus, "command": "true"}},
         **extra,
     }
@@ -67,8 +68,12 @@ def test_a_job_runs_to_success_and_is_released(ctl, store, engine):
     assert job.state == JobState.SUCCEEDED and job.reason == "Completed"
     assert engine.released == [key]
     moves = [(e.from_state, e.to_state) for e in store.jobs.events(jid) if e.task is None]
-    assert moves == [(None, "QUEUED"), ("QUEUED", "SCHEDULED"), ("SCHEDULED", "RUNNING"),
-                     ("RUNNING", "SUCCEEDED")]
+    assert moves == [
+        (None, "QUEUED"),
+        ("QUEUED", "SCHEDULED"),
+        ("SCHEDULED", "RUNNING"),
+        ("RUNNING", "SUCCEEDED"),
+    ]
 
 
 def test_user_failure_is_retried_retry_count_times_then_fails(ctl, store, engine):

@@ -37,12 +37,25 @@ class Server:
         self.http = httpx.Client(base_url=self.url, timeout=10)
 
     def start(self) -> None:
-        args = [sys.executable, "-m", "gpuyard", "up", "--port", str(self.port),
-                "--data-dir", str(self.data_dir), "--fake-gpus", FAKE_GPUS,
-                "--stop-grace", "2", *self.extra]
+        args = [
+            sys.executable,
+            "-m",
+            "gpuyard",
+            "up",
+            "--port",
+            str(self.port),
+            "--data-dir",
+            str(self.data_dir),
+            "--fake-gpus",
+            FAKE_GPUS,
+            "--stop-grace",
+            "2",
+            *self.extra,
+        ]
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -70,8 +83,9 @@ class Server:
 
     # -- API helpers --
     def submit(self, spec: str) -> str:
-        r = self.http.post("/api/v1/jobs", content=spec,
-                           headers={"Content-Type": "application/yaml"})
+        r = self.http.post(
+            "/api/v1/jobs", content=spec, headers={"Content-Type": "application/yaml"}
+        )
         assert r.status_code == 201, r.text
         return r.json()["id"]
 

@@ -51,8 +51,9 @@ def test_two_role_job_runs_isolated_in_real_containers(server, tmp_path):
     assert job["state"] == "SUCCEEDED", job
     tasks = {f"{t['role']}/{t['index']}": t for t in job["tasks"]}
     assert set(tasks) == {"ps/0", "worker/0", "worker/1"}
-    seen = {name: json.loads((out / f"{name.replace('/', '-')}.json").read_text())
-            for name in tasks}
+    seen = {
+        name: json.loads((out / f"{name.replace('/', '-')}.json").read_text()) for name in tasks
+    }
     for name, probe in seen.items():
         placed = [g["uuid"] for g in tasks[name]["gpus"]]
         assert probe["nv"] == (",".join(placed) if placed else "void"), name
@@ -67,8 +68,10 @@ def test_two_role_job_runs_isolated_in_real_containers(server, tmp_path):
 
 
 def test_exit_3_is_retried_then_fails(server):
-    jid = server.submit("name: fails\nretryCount: 2\ntaskRoles:\n  main:\n"
-                        "    command: echo attempt $GPUYARD_ATTEMPT; exit 3\n")
+    jid = server.submit(
+        "name: fails\nretryCount: 2\ntaskRoles:\n  main:\n"
+        "    command: echo attempt $GPUYARD_ATTEMPT; exit 3\n"
+    )
     job = server.wait(jid)
     assert job["state"] == "FAILED" and job["reason"] == "Error(exit 3)"
     assert job["attempt"] == 3 and job["retriesUsed"] == 2
@@ -80,7 +83,7 @@ def test_exit_3_is_retried_then_fails(server):
 def test_memory_hog_is_oom_killed(server):
     jid = server.submit(
         "name: hog\ntaskRoles:\n  main:\n    memoryMB: 64\n"
-        "    command: python3 -c \"b = bytearray(512 * 1024 * 1024); print(len(b))\"\n"
+        '    command: python3 -c "b = bytearray(512 * 1024 * 1024); print(len(b))"\n'
     )
     job = server.wait(jid)
     assert job["state"] == "FAILED" and job["reason"] == "OOMKilled", job
@@ -108,8 +111,9 @@ def test_cancel_stops_a_running_job(server):
 
 
 def test_job_too_big_stays_queued_with_its_reason(server):
-    jid = server.submit("name: big\ntaskRoles:\n  main:\n    gpuNumber: 8\n    gpuType: A100\n"
-                        "    command: 'true'\n")
+    jid = server.submit(
+        "name: big\ntaskRoles:\n  main:\n    gpuNumber: 8\n    gpuType: A100\n    command: 'true'\n"
+    )
     deadline = time.monotonic() + 10
     while not (job := server.job(jid))["pendingReason"] and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -133,8 +137,10 @@ def test_bad_spec_is_422_naming_each_field(server):
 def test_server_killed_mid_run_loses_nothing(make_server, tmp_path):
     out = tmp_path / "out"
     server = make_server()
-    jid = server.submit(f"name: survivor\noutputDir: {out}\ntaskRoles:\n  main:\n"
-                        "    command: sleep 4; echo done > /output/done.txt\n")
+    jid = server.submit(
+        f"name: survivor\noutputDir: {out}\ntaskRoles:\n  main:\n"
+        "    command: sleep 4; echo done > /output/done.txt\n"
+    )
     server.wait(jid, {"RUNNING"})
     server.kill9()
     time.sleep(1)

@@ -124,6 +124,7 @@ def _start_with_broken_config(rt: ContainerRuntime, make_launch: MakeLaunch, cha
     """Start a task whose config.json is edited before the supervisor runs it."""
     launch = make_launch("true")
     td = rt.task_dir(launch.key)
+    td.path.mkdir()
     rt._write_task(td, launch)
     config = json.loads(td.config.read_text())
     if change == "mount":
@@ -155,7 +156,7 @@ def test_a_missing_executable_is_command_not_found(
 
 
 def test_keys_status_and_remove(runtime: ContainerRuntime, make_launch: MakeLaunch) -> None:
-    done, running = make_launch("exit 0"), make_launch("sleep 30")
+    done, running = make_launch("echo bye; exit 0"), make_launch("sleep 30")
     run_task(runtime, done)
     runtime.start(running)
     assert runtime.status(running.key).phase in (TaskPhase.STARTING, TaskPhase.RUNNING)
@@ -168,8 +169,11 @@ def test_keys_status_and_remove(runtime: ContainerRuntime, make_launch: MakeLaun
         runtime.remove(key)
         assert runtime.status(key).phase == TaskPhase.UNKNOWN
     assert runtime.keys() == []
-    assert runtime.read_log(done.key) == b"" and runtime.tail_log(done.key, 3) == ""
+    assert runtime.read_log(done.key) == b"bye\n" and runtime.tail_log(done.key, 3) == "bye"
     runtime.remove(done.key)  # gone already: a no-op
+    assert runtime.prune_logs(older_than_s=3600) == 0
+    assert runtime.prune_logs(older_than_s=-1) == 2
+    assert runtime.read_log(done.key) == b"" and runtime.tail_log(done.key, 3) == ""
 
 
 def test_start_refuses_what_it_cannot_run(

@@ -17,7 +17,7 @@ BAD_FIELDS = [
     (doc(name="-x"), "name", "got '-x'"),
     (doc(name="a" * 64), "name", "1 to 63"),
     (doc(name="has space"), "name", "letters, digits"),
-    (doc(name=False), "name", "quote it"),
+    (doc(name=False), "name", "put the value in quotes"),
     (doc(name=12), "name", "got 12"),
     (doc(image=""), "image", "image reference"),
     (doc(image="python 3"), "image", "without spaces"),
@@ -36,7 +36,7 @@ BAD_FIELDS = [
     (doc(retryCount=-1), "retryCount", "must be a whole number ≥ 0, got -1"),
     (doc(retryCount=101), "retryCount", "at most 100"),
     (doc(retryCount=1.5), "retryCount", "whole number"),
-    (doc(retryCount=True), "retryCount", "got true"),
+    (doc(retryCount=True), "retryCount", "must be a whole number ≥ 0, got true"),
     (doc(priority=1001), "priority", "from -1000 to 1000, got 1001"),
     (doc(priority="high"), "priority", "from -1000 to 1000, got 'high'"),
     (doc(tenant="team a"), "tenant", "got 'team a'"),
@@ -223,3 +223,25 @@ def test_spec_error_as_json_list():
         {"path": "", "message": "x"},
     ]
     assert str(error) == "name: is required: the job's name\nx"
+
+
+@pytest.mark.parametrize(
+    ("body", "path", "words"),
+    [
+        ("name: x\n1: 2\ntaskRoles: {w: {command: c}}", "1", "unknown field"),
+        ("name: x\ntaskRoles: {1: {command: c}}", "taskRoles.1", "not a valid role name"),
+        ("name: x\nenv: {3: x}\ntaskRoles: {w: {command: c}}", "env.3", "variable name"),
+        ("name: x\ntaskRoles: {w: {command: [a, 2]}}", "taskRoles.w.command[1]", "got 2"),
+        ("name: no\ntaskRoles: {w: {command: c}}", "name", "got false (YAML reads unquoted"),
+        (
+            "name: x\ntaskRoles: {w: {command: c, gpuNumber: .inf}}",
+            "taskRoles.w.gpuNumber",
+            "got infinity",
+        ),
+    ],
+)
+def test_yaml_keys_and_values_that_are_not_strings(body, path, words):
+    with pytest.raises(SpecError) as caught:
+        load_job_spec(body)
+    [error] = caught.value.errors
+    assert (error.path, words in error.message) == (path, True), error

@@ -34,11 +34,11 @@ def test_example(file, name, roles, gpus, image, retries):
 
 
 @pytest.mark.parametrize("file", [e[0] for e in EXPECTED])
-def test_example_fits_a_dev_box_with_4_fake_gpus(file):
-    spec = load_job_spec((EXAMPLES / file).read_text())
-    assert spec.total_gpus <= 4
-    for task in job_demand(spec, "j", 1).tasks:
-        assert task.resources.memory_mb <= 1024
+def test_example_fits_a_small_dev_box_with_4_fake_gpus(file):
+    demand = job_demand(load_job_spec((EXAMPLES / file).read_text()), "j", 1)
+    assert demand.total.gpus <= 4
+    assert demand.total.cpu <= 2  # a 2-CPU VM runs every example
+    assert all(task.resources.memory_mb <= 1024 for task in demand.tasks)
 
 
 def test_two_roles_checks_data_and_output():

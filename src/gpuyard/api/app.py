@@ -19,7 +19,8 @@ log = logging.getLogger("gpuyard.api")
 
 def create_app(controller: Controller) -> FastAPI:
     app = FastAPI(
-        title="gpuyard", version=__version__,
+        title="gpuyard",
+        version=__version__,
         description="Multi-tenant GPU cluster platform for deep-learning jobs.",
     )
     app.state.controller = controller
@@ -45,8 +46,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def request_error(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [
-            {"path": ".".join(str(p) for p in e["loc"]), "message": e["msg"]}
-            for e in exc.errors()
+            {"path": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()
         ]
         return JSONResponse({"detail": "invalid request", "errors": errors}, status_code=422)
 

@@ -141,11 +141,22 @@ def job_summary(j: JobRecord) -> dict[str, Any]:
     roles = j.spec.get("taskRoles", {})
     gpus = sum(int(r.get("gpuNumber", 0)) * int(r.get("taskNumber", 1)) for r in roles.values())
     return {
-        "id": j.id, "name": j.name, "tenant": j.tenant, "state": str(j.state),
-        "priority": j.priority, "attempt": j.attempt, "retry_count": j.retry_count,
-        "retries_used": j.retries_used, "gpus": gpus, "submitted_at": iso(j.submitted_at),
-        "started_at": iso(j.started_at), "finished_at": iso(j.finished_at), "reason": j.reason,
-        "message": j.message, "pending_code": j.pending_code, "pending_reason": j.pending_reason,
+        "id": j.id,
+        "name": j.name,
+        "tenant": j.tenant,
+        "state": str(j.state),
+        "priority": j.priority,
+        "attempt": j.attempt,
+        "retry_count": j.retry_count,
+        "retries_used": j.retries_used,
+        "gpus": gpus,
+        "submitted_at": iso(j.submitted_at),
+        "started_at": iso(j.started_at),
+        "finished_at": iso(j.finished_at),
+        "reason": j.reason,
+        "message": j.message,
+        "pending_code": j.pending_code,
+        "pending_reason": j.pending_reason,
     }
 
 
@@ -153,9 +164,17 @@ def task_out(t: TaskRecord, node: Node | None) -> TaskOut:
     devices = {g.index: g for g in node.gpus} if node else {}
     gpus = [_gpu_ref(i, devices.get(i)) for i in t.gpus]
     return TaskOut(
-        role=t.role, index=t.index, attempt=t.attempt, state=str(t.state), node=t.node,
-        gpus=gpus, exit_code=t.exit_code, reason=t.reason, message=t.message,
-        started_at=iso(t.started_at), finished_at=iso(t.finished_at),
+        role=t.role,
+        index=t.index,
+        attempt=t.attempt,
+        state=str(t.state),
+        node=t.node,
+        gpus=gpus,
+        exit_code=t.exit_code,
+        reason=t.reason,
+        message=t.message,
+        started_at=iso(t.started_at),
+        finished_at=iso(t.finished_at),
     )
 
 
@@ -167,6 +186,11 @@ def _gpu_ref(index: int, g: GpuDevice | None) -> GpuRef:
 
 def event_out(e: EventRecord) -> EventOut:
     return EventOut(
-        time=iso(e.time), from_state=e.from_state, to_state=e.to_state, reason=e.reason,
-        message=e.message, task=e.task, attempt=e.attempt,
+        time=iso(e.time),
+        from_state=e.from_state,
+        to_state=e.to_state,
+        reason=e.reason,
+        message=e.message,
+        task=e.task,
+        attempt=e.attempt,
     )

@@ -7,6 +7,7 @@ from gpuyard.runtime.types import TaskLaunch
 from gpuyard.spec import JobSpec
 from gpuyard.store import JobRecord, TaskRecord
 
+
 def build_launch(
     job: JobRecord, spec: JobSpec, task: TaskRecord, node: Node, pids_limit: int
 ) -> TaskLaunch:

@@ -24,6 +24,7 @@ from gpuyard.controller.launch import build_launch
 from gpuyard.controller.lifecycle import Outcome, Verdict, decide, task_end_state
 from gpuyard.engine import Engine, NodeUnavailable
 from gpuyard.model import Clock, JobState, Node, Resources, TaskPlacement, TaskReason, TaskState
+from gpuyard.runtime.errors import ImageError
 from gpuyard.runtime.types import TaskPhase, TaskStatus
 from gpuyard.scheduler import schedule
 from gpuyard.spec import JobSpec, job_demand, parse_job_spec
@@ -36,8 +37,14 @@ NODE_RECORD_INTERVAL_S = 30.0
 
 class Controller:
     def __init__(
-        self, store: Store, engine: Engine, clock: Clock, *, interval_s: float = 0.5,
-        stop_grace_s: float = 10.0, pids_limit: int = 4096,
+        self,
+        store: Store,
+        engine: Engine,
+        clock: Clock,
+        *,
+        interval_s: float = 0.5,
+        stop_grace_s: float = 10.0,
+        pids_limit: int = 4096,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -102,20 +109,25 @@ class Controller:
 
     def _apply_status(self, task: TaskRecord, status: TaskStatus) -> None:
         jobs = self.store.jobs
-        if status.phase in (TaskPhase.RUNNING, TaskPhase.EXITED) and task.state == TaskState.STARTING:
+        if (
+            status.phase in (TaskPhase.RUNNING, TaskPhase.EXITED)
+            and task.state == TaskState.STARTING
+        ):
             jobs.task_running(task.id, status.started_at or self.clock.now())
         if status.phase == TaskPhase.EXITED and status.exit is not None:
             job = jobs.get(task.job_id)
             stop_reason = _stop_reason(job, task)
             state, reason = task_end_state(status.exit, stop_reason)
             message = status.exit.message or None
-            if jobs.task_ended(task.id, state, status.exit.exit_code, reason, message,
-                               status.exit.finished_at):
+            if jobs.task_ended(
+                task.id, state, status.exit.exit_code, reason, message, status.exit.finished_at
+            ):
                 self._release(task)
         elif status.phase == TaskPhase.UNKNOWN:
             message = f"node {task.node} has no trace of the task (node lost or restarted)"
-            jobs.task_ended(task.id, TaskState.FAILED, None, TaskReason.NODE_LOST, message,
-                            self.clock.now())
+            jobs.task_ended(
+                task.id, TaskState.FAILED, None, TaskReason.NODE_LOST, message, self.clock.now()
+            )
 
     def _release(self, task: TaskRecord) -> None:
         try:
@@ -126,11 +138,14 @@ class Controller:
     # ---- 2. settle -------------------------------------------------------------------
 
     def _settle(self) -> None:
-        for job in self.store.jobs.in_states(JobState.SCHEDULED, JobState.RUNNING):
-            tasks = self.store.jobs.tasks(job.id, attempt=job.attempt)
-            if job.state == JobState.SCHEDULED and any(t.started_at for t in tasks):
-                job = self.store.jobs.move(job.id, JobState.RUNNING, "Started",
-                                           started_at=job.started_at or self.clock.now())
+        for bound in self.store.jobs.in_states(JobState.SCHEDULED, JobState.RUNNING):
+            tasks = self.store.jobs.tasks(bound.id, attempt=bound.attempt)
+            job = bound
+            if bound.state == JobState.SCHEDULED and any(t.started_at for t in tasks):
+                first = min(t.started_at for t in tasks if t.started_at)
+                job = self.store.jobs.move(
+                    bound.id, JobState.RUNNING, "Started", started_at=bound.started_at or first
+                )
             if any(t.state == TaskState.FAILED for t in tasks):
                 self._stop_tasks(tasks)
             self._apply_outcome(job, decide(job, tasks))
@@ -141,11 +156,19 @@ class Controller:
             return
         if outcome.verdict in (Verdict.RETRY, Verdict.RETRY_UNCOUNTED):
             used = job.retries_used + (outcome.verdict is Verdict.RETRY)
-            note = f"retry {used}/{job.retry_count}" if outcome.verdict is Verdict.RETRY \
+            note = (
+                f"retry {used}/{job.retry_count}"
+                if outcome.verdict is Verdict.RETRY
                 else "platform failure, retried without counting"
-            jobs.move(job.id, JobState.QUEUED, outcome.reason,
-                      f"{note}; {outcome.message}" if outcome.message else note,
-                      attempt=job.attempt + 1, retries_used=used)
+            )
+            jobs.move(
+                job.id,
+                JobState.QUEUED,
+                outcome.reason,
+                f"{note}; {outcome.message}" if outcome.message else note,
+                attempt=job.attempt + 1,
+                retries_used=used,
+            )
             return
         jobs.move(job.id, outcome.job_state, outcome.reason, outcome.message)
         self._specs.pop(job.id, None)
@@ -160,8 +183,9 @@ class Controller:
                 self.store.jobs.request_stop(job.id, TaskReason.TIMEOUT)
         for job in self.store.jobs.stop_requested():
             if job.state == JobState.QUEUED:
-                self.store.jobs.move(job.id, JobState.STOPPED, job.stop_requested,
-                                     "stopped before it started")
+                self.store.jobs.move(
+                    job.id, JobState.STOPPED, job.stop_requested, "stopped before it started"
+                )
             else:
                 self._stop_tasks(self.store.jobs.tasks(job.id, attempt=job.attempt))
 
@@ -192,21 +216,43 @@ class Controller:
         node_by_name = {n.name: n for n in nodes}
         for placement in result.admit:
             job = by_id[placement.job_id]
-            bound = self.store.jobs.bind(job.id, job.attempt, [
-                NewTask(t.role, t.index, t.node, t.gpu_indices, t.resources.cpu_milli,
-                        t.resources.memory_mb)
-                for t in placement.tasks
-            ])
+            bound = self.store.jobs.bind(
+                job.id,
+                job.attempt,
+                [
+                    NewTask(
+                        t.role,
+                        t.index,
+                        t.node,
+                        t.gpu_indices,
+                        t.resources.cpu_milli,
+                        t.resources.memory_mb,
+                    )
+                    for t in placement.tasks
+                ],
+            )
             for task in bound:
                 self._launch(job, task, node_by_name[task.node])
 
     def _launch(self, job: JobRecord, task: TaskRecord, node: Node) -> None:
         try:
-            self.engine.start(node.name, build_launch(job, self._spec(job), task, node, self.pids_limit))
-        except Exception as e:  # any start failure is the platform's, and retried
+            self.engine.start(
+                node.name, build_launch(job, self._spec(job), task, node, self.pids_limit)
+            )
+        except ImageError as e:  # the spec's image: retrying cannot help
+            self.store.jobs.task_ended(
+                task.id, TaskState.FAILED, None, TaskReason.IMAGE_ERROR, str(e), self.clock.now()
+            )
+        except Exception as e:  # any other start failure is the platform's, and retried
             log.warning("could not start %s: %s", task.key, e)
-            self.store.jobs.task_ended(task.id, TaskState.FAILED, None, TaskReason.AGENT_ERROR,
-                                       f"could not start the task: {e}", self.clock.now())
+            self.store.jobs.task_ended(
+                task.id,
+                TaskState.FAILED,
+                None,
+                TaskReason.AGENT_ERROR,
+                f"could not start the task: {e}",
+                self.clock.now(),
+            )
 
     # ---- helpers ---------------------------------------------------------------------
 

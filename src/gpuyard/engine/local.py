@@ -14,6 +14,10 @@ class LocalEngine:
     def __init__(self, agent: NodeAgent) -> None:
         self._agent = agent
 
+    @property
+    def runtime_name(self) -> str:
+        return self._agent.runtime_name
+
     def nodes(self) -> list[Node]:
         return [self._agent.inventory()]
 

@@ -5,6 +5,7 @@ See docs/runtime.md. The task's supervisor is `python -m gpuyard.runtime.supervi
 
 from gpuyard.runtime.errors import (
     ContainerRuntimeError,
+    ImageError,
     RuntimeStartError,
     RuntimeUnavailable,
     TaskStillRunning,
@@ -15,6 +16,7 @@ from gpuyard.runtime.types import TaskExit, TaskLaunch, TaskPhase, TaskStatus
 __all__ = [
     "ContainerRuntime",
     "ContainerRuntimeError",
+    "ImageError",
     "RuntimeStartError",
     "RuntimeUnavailable",
     "TaskExit",

@@ -15,5 +15,9 @@ class RuntimeStartError(ContainerRuntimeError):
     """A task could not even be handed to its supervisor (bad launch, cannot spawn)."""
 
 
+class ImageError(RuntimeStartError):
+    """The task's image cannot be had on this node (missing, not pullable, unsupported)."""
+
+
 class TaskStillRunning(ContainerRuntimeError):
     """The task's state dir cannot be removed: its supervisor is alive and has not exited."""

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from gpuyard.model import TaskReason
-from gpuyard.runtime.errors import RuntimeStartError, TaskStillRunning
+from gpuyard.runtime.errors import ImageError, RuntimeStartError, TaskStillRunning
 from gpuyard.runtime.exits import tail_lines, with_log
 from gpuyard.runtime.oci import build_config, cgroup_path
 from gpuyard.runtime.ociruntime import OciRuntime, pick_runtime
@@ -48,6 +48,8 @@ class ContainerRuntime:
         self.state_root = Path(state_root).resolve()
         self.tasks_dir = self.state_root / "tasks"
         self.tasks_dir.mkdir(parents=True, exist_ok=True)
+        self.logs_dir = self.state_root / "logs"  # logs of removed tasks
+        self.logs_dir.mkdir(exist_ok=True)
         self._host_rootfs = HostRootfs(self.state_root / "hostroot", hidden=(self.state_root,))
         self._lock = threading.Lock()
         self.rt: OciRuntime = pick_runtime(runtime, self._host_rootfs.prepare(),
@@ -62,7 +64,7 @@ class ContainerRuntime:
     def _rootfs(self, launch: TaskLaunch) -> Rootfs:
         source: RootfsSource = self._host_rootfs
         if launch.image:
-            raise RuntimeStartError(
+            raise ImageError(
                 f"task {launch.key} asks for image {launch.image!r}, but this node runs tasks "
                 "on the host's root filesystem only (images are not supported yet)"
             )
@@ -79,7 +81,6 @@ class ContainerRuntime:
             )
 
     def _write_task(self, td: TaskDir, launch: TaskLaunch) -> None:
-        td.path.mkdir(parents=True)
         td.bundle.mkdir()
         td.work.mkdir()
         if launch.output_dir:
@@ -99,9 +100,11 @@ class ContainerRuntime:
             td = self.task_dir(launch.key)
         except ValueError as e:
             raise RuntimeStartError(str(e)) from e
-        if td.path.exists():
-            raise RuntimeStartError(f"task {launch.key} already exists on this node")
         self._check(launch)
+        try:
+            td.path.mkdir()  # claims the key, also against a concurrent start
+        except FileExistsError:
+            raise RuntimeStartError(f"task {launch.key} already exists on this node") from None
         try:
             self._write_task(td, launch)
         except RuntimeStartError:
@@ -121,6 +124,9 @@ class ContainerRuntime:
                                         cwd="/", start_new_session=True, close_fds=True)
             code = proc.wait(timeout=SPAWN_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired) as e:
+            if isinstance(e, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
             shutil.rmtree(td.path, ignore_errors=True)
             raise RuntimeStartError(f"cannot spawn the supervisor of {td.key}: {e}") from e
         if code != 0 or td.supervisor() is None:
@@ -154,8 +160,9 @@ class ContainerRuntime:
         return TaskStatus(key, TaskPhase.EXITED, td.started_at(), exit_)
 
     def _spawn_lost(self, td: TaskDir) -> bool:
+        """No supervisor recorded, long after the dir was made: a start that died midway."""
         with contextlib.suppress(OSError):
-            return time.time() - td.task.stat().st_mtime > ORPHAN_AFTER_S
+            return time.time() - td.path.stat().st_mtime > ORPHAN_AFTER_S
         return True
 
     def _record_lost(self, td: TaskDir) -> TaskExit:
@@ -206,19 +213,38 @@ class ContainerRuntime:
             _signal_process(sup[0], sup[1], signal.SIGTERM)
 
     def remove(self, key: str) -> None:
-        """Delete the task's state dir (its log too). The task must have ended."""
+        """Delete the task's state dir; its log is kept in `<state_root>/logs/<key>.log`.
+
+        The task must have ended (TaskStillRunning otherwise). Archived logs stay readable
+        through `read_log`/`tail_log` until `prune_logs` removes them.
+        """
         td = self.task_dir(key)
         if not td.path.exists():
             return
         if not td.exit_file.exists() and self._supervisor_alive(td):
             raise TaskStillRunning(f"task {key} is still running; stop it first")
         self._force_delete(td)
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(td.log, self.logs_dir / f"{key}.log")
         shutil.rmtree(td.path)
+
+    def prune_logs(self, older_than_s: float) -> int:
+        """Delete archived logs not written for `older_than_s` seconds; how many went."""
+        cutoff, removed = time.time() - older_than_s, 0
+        for entry in os.scandir(self.logs_dir):
+            with contextlib.suppress(OSError):
+                if entry.stat().st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed += 1
+        return removed
 
     # --- logs ------------------------------------------------------------------------------
 
     def log_path(self, key: str) -> Path:
-        return self.task_dir(key).log
+        """The task's log: in its state dir, or archived once the task was removed."""
+        live = self.task_dir(key).log
+        archived = self.logs_dir / f"{key}.log"
+        return archived if not live.exists() and archived.exists() else live
 
     def read_log(self, key: str, offset: int = 0, limit: int = 1 << 20) -> bytes:
         """At most `limit` bytes (capped at 8 MiB) of the log from `offset`; b"" if none."""

@@ -108,6 +108,8 @@ class Supervisor:
         self.cgroup = str(spec["cgroupPath"])
         self.memory_mb = int(spec.get("memoryMb") or 0)
         self.stop_requested = False
+        self.term_at: float | None = None  # monotonic time SIGTERM was sent
+        self.kill_at: float | None = None  # monotonic time SIGKILL was sent
         self.notes: list[str] = []
 
     # --- OCI runtime commands -------------------------------------------------------------
@@ -164,30 +166,36 @@ class Supervisor:
     def wait(self, init_pid: int) -> int:
         """Wait for the container's init, handling stop requests; its wait status."""
         pidfd = os.pidfd_open(init_pid)
-        term_at: float | None = None
-        kill_at: float | None = None
         try:
             while True:
-                grace, now = self.poll_stop(), time.monotonic()
-                if grace is not None and term_at is None:
-                    term_at = now
-                    self.kill(self.cid, "TERM")
-                    self.notes.append(f"stop requested: SIGTERM sent, grace {grace:g}s")
-                deadline = term_at + grace if term_at is not None and grace is not None else None
-                if kill_at is None and deadline is not None and now >= deadline:
-                    kill_at = now
-                    self._force_kill(init_pid, grace or 0.0)
-                if kill_at is not None and now >= kill_at + KILL_WAIT_S:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(init_pid, signal.SIGKILL)
-                timeout = POLL_S if deadline is None or kill_at else min(POLL_S, deadline - now)
-                ready, _, _ = select.select([pidfd, self.stop.wake_r], [], [], max(0.0, timeout))
+                timeout = self._escalate(init_pid)
+                ready, _, _ = select.select([pidfd, self.stop.wake_r], [], [], timeout)
                 self.stop.drain()
                 if pidfd in ready:
                     break
         finally:
             os.close(pidfd)
         return os.waitpid(init_pid, 0)[1]
+
+    def _escalate(self, init_pid: int) -> float:
+        """Act on a stop request (TERM, then KILL after the grace); seconds to the next check."""
+        grace, now = self.poll_stop(), time.monotonic()
+        if grace is None:
+            return POLL_S
+        if self.term_at is None:
+            self.term_at = now
+            self.kill(self.cid, "TERM")
+            self.notes.append(f"stop requested: SIGTERM sent, grace {grace:g}s")
+        if self.kill_at is None:
+            deadline = self.term_at + grace
+            if now < deadline:
+                return min(POLL_S, deadline - now)
+            self.kill_at = now
+            self._force_kill(init_pid, grace)
+        elif now >= self.kill_at + KILL_WAIT_S:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(init_pid, signal.SIGKILL)
+        return POLL_S
 
     def _force_kill(self, init_pid: int, grace: float) -> None:
         self.notes.append(f"still running {grace:g}s after SIGTERM: SIGKILL sent")
@@ -231,6 +239,7 @@ class Supervisor:
         """Create and start the container; its init pid, or None if it ended another way."""
         log_fd = os.open(self.td.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
                          0o644)
+        init_pid = None
         try:
             init_pid = self.create(log_fd)
             if self.poll_stop() is not None:
@@ -239,7 +248,7 @@ class Supervisor:
                 return None
             self._launch_step(log_fd, "start", self.cid)
         except LaunchFailed as e:
-            self._abort(None)
+            self._abort(init_pid)
             self.finish_launch_failed(str(e))
             return None
         finally:

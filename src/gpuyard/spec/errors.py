@@ -62,10 +62,13 @@ class Errors:
 
 
 def join(base: str, key: object) -> str:
-    """`join("taskRoles", "worker")` → `taskRoles.worker`; an int key is a list index."""
-    if isinstance(key, int):
-        return f"{base}[{key}]"
+    """`join("taskRoles", "worker")` → `taskRoles.worker`; any key is written as text."""
     return f"{base}.{key}" if base else str(key)
+
+
+def item(base: str, index: int) -> str:
+    """`item("command", 1)` → `command[1]`: a list item."""
+    return f"{base}[{index}]"
 
 
 def show(value: object) -> str:
@@ -89,11 +92,16 @@ def show(value: object) -> str:
 
 
 def got(value: object) -> str:
-    """`, got 'two'`, with a hint for YAML's words that are not strings (yes, no, on, off)."""
-    text = f", got {show(value)}"
+    """`, got 'two'`: the end of a message about a bad value."""
+    return f", got {show(value)}"
+
+
+def got_text(value: object) -> str:
+    """`got` for a field that wants text, with a hint when YAML made a word a boolean."""
     if isinstance(value, bool):
-        text += ' (YAML reads yes/no/on/off/true/false as true or false; quote it: "no")'
-    return text
+        hint = "YAML reads unquoted yes/no/on/off as true/false: put the value in quotes"
+        return f"{got(value)} ({hint})"
+    return got(value)
 
 
 def _camel(key: str) -> str:

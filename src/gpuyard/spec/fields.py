@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpuyard.spec import limits
-from gpuyard.spec.errors import Errors, got, join
+from gpuyard.spec.errors import Errors, got, got_text, item, join
 
 Reader = Callable[[Errors, str, object], Any]
 
@@ -140,7 +140,7 @@ def pattern(regex: re.Pattern[str], rule: str) -> Reader:
 
     def read(errs: Errors, path: str, value: object) -> str | None:
         if not isinstance(value, str) or not regex.fullmatch(value):
-            errs.add(path, f"must be {rule}{got(value)}")
+            errs.add(path, f"must be {rule}{got_text(value)}")
             return None
         return value
 
@@ -155,14 +155,16 @@ def read_image(errs: Errors, path: str, value: object) -> str | None:
     )
     if not ok:
         expected = "an image reference without spaces, like python:3.11-slim"
-        errs.add(path, f"must be {expected}{got(value)}")
+        errs.add(path, f"must be {expected}{got_text(value)}")
         return None
     return value  # type: ignore[return-value]
 
 
 def read_host_path(errs: Errors, path: str, value: object) -> str | None:
     if not isinstance(value, str) or not value.startswith("/"):
-        errs.add(path, f"must be an absolute path on the host, like /srv/data/mnist{got(value)}")
+        errs.add(
+            path, f"must be an absolute path on the host, like /srv/data/mnist{got_text(value)}"
+        )
         return None
     if value.rstrip("/") == "":
         errs.add(path, "must be a directory below /, not the root directory itself")
@@ -223,12 +225,14 @@ def read_command(errs: Errors, path: str, value: object) -> str | None:
     if isinstance(value, list):
         bad = [i for i, line in enumerate(value) if not isinstance(line, str)]
         for i in bad:
-            errs.add(join(path, i), f"must be a string (one line of the command){got(value[i])}")
+            errs.add(
+                item(path, i), f"must be a string (one line of the command){got_text(value[i])}"
+            )
         if bad:
             return None
         value = "\n".join(value)
     if not isinstance(value, str) or not value.strip():
-        errs.add(path, f"must be a non-empty command, like python train.py{got(raw)}")
+        errs.add(path, f"must be a non-empty command, like python train.py{got_text(raw)}")
         return None
     if len(value) > limits.MAX_COMMAND_CHARS:
         errs.add(path, f"must be at most {limits.MAX_COMMAND_CHARS} characters long")

@@ -77,8 +77,9 @@ def _from_yaml(text: str) -> object:
 
 
 def _decode(text: str | bytes) -> str:
-    if len(text) > limits.MAX_SPEC_BYTES:
-        raise _fail(f"the spec is {len(text)} bytes long; at most {limits.MAX_SPEC_BYTES} allowed")
+    size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
+    if size > limits.MAX_SPEC_BYTES:
+        raise _fail(f"the spec is {size} bytes long; at most {limits.MAX_SPEC_BYTES} allowed")
     if isinstance(text, str):
         return text
     try:

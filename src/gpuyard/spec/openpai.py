@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuyard.spec.errors import Errors, got, join, unknown_field
+from gpuyard.spec.errors import Errors, got, item, join, unknown_field
 from gpuyard.spec.models import JobSpec
 from gpuyard.spec.ours import parse_ours
 from gpuyard.spec.templates import substitute
@@ -100,16 +100,16 @@ def _check_header(errs: Errors, doc: dict[Any, Any]) -> None:
         errs.add("type", f"must be job (only jobs can be submitted){got(kind)}")
 
 
-def _read_prerequisite(errs: Errors, ctx: _Context, i: int, item: object) -> None:
-    where = join("prerequisites", i)
-    if not isinstance(item, dict):
-        errs.add(where, f"must be a mapping with type, name and uri{got(item)}")
+def _read_prerequisite(errs: Errors, ctx: _Context, i: int, entry: object) -> None:
+    where = item("prerequisites", i)
+    if not isinstance(entry, dict):
+        errs.add(where, f"must be a mapping with type, name and uri{got(entry)}")
         return
-    kind, name = item.get("type"), item.get("name")
+    kind, name = entry.get("type"), entry.get("name")
     if kind not in PREREQUISITE_TYPES:
         errs.add(join(where, "type"), f"must be one of {', '.join(PREREQUISITE_TYPES)}{got(kind)}")
     if isinstance(name, str) and name:
-        ctx.by_name.setdefault(name, item)
+        ctx.by_name.setdefault(name, entry)
     if kind != "dockerimage":
         return
     if not isinstance(name, str) or not name:
@@ -118,9 +118,9 @@ def _read_prerequisite(errs: Errors, ctx: _Context, i: int, item: object) -> Non
     elif name in ctx.images:
         errs.add(join(where, "name"), f"another dockerimage prerequisite is already named '{name}'")
     else:
-        ctx.images[name] = (item.get("uri"), i)
-    if not isinstance(item.get("uri"), str):
-        message = f"must be an image reference, like python:3.11-slim{got(item.get('uri'))}"
+        ctx.images[name] = (entry.get("uri"), i)
+    if not isinstance(entry.get("uri"), str):
+        message = f"must be an image reference, like python:3.11-slim{got(entry.get('uri'))}"
         errs.add(join(where, "uri"), message)
 
 
@@ -132,8 +132,8 @@ def _read_prerequisites(errs: Errors, doc: dict[Any, Any], ctx: _Context) -> Non
     if value is not None and not isinstance(value, list):
         errs.add("prerequisites", f"must be a list of {{type, name, uri}} items{got(value)}")
     elif value is not None:
-        for i, item in enumerate(value):
-            _read_prerequisite(errs, ctx, i, item)
+        for i, entry in enumerate(value):
+            _read_prerequisite(errs, ctx, i, entry)
     if len(errs.items) > before:
         ctx.broken.update(("prerequisites", "data", "output", "script"))
 
@@ -173,7 +173,7 @@ def _commands(errs: Errors, ctx: _Context, path: str, role: dict[Any, Any]) -> o
     if not isinstance(value, list):
         return value
     return [
-        substitute(errs, join(where, i), line, scope, quiet) if isinstance(line, str) else line
+        substitute(errs, item(where, i), line, scope, quiet) if isinstance(line, str) else line
         for i, line in enumerate(value)
     ]
 

@@ -27,12 +27,19 @@ MAX_SPEC_BYTES = 1 << 20
 
 
 @router.post(
-    "", status_code=201, response_model=Submitted,
+    "",
+    status_code=201,
+    response_model=Submitted,
     responses={422: {"model": SpecErrorOut}, 413: {"description": "spec too large"}},
-    openapi_extra={"requestBody": {"content": {
-        "application/yaml": {"schema": {"type": "string"}},
-        "application/json": {"schema": {"type": "object"}},
-    }, "required": True}},
+    openapi_extra={
+        "requestBody": {
+            "content": {
+                "application/yaml": {"schema": {"type": "string"}},
+                "application/json": {"schema": {"type": "object"}},
+            },
+            "required": True,
+        }
+    },
 )
 async def submit_job(request: Request, response: Response, ctl: ControllerDep) -> Submitted:
     """Submit a job spec (our format or OpenPAI protocol v2) as YAML or JSON."""

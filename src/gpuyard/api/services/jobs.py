@@ -56,10 +56,9 @@ def pick_task(ctl: Controller, job: JobRecord, task: str | None, attempt: int | 
     if task:
         tasks = [t for t in tasks if t.name == task]
     if not tasks:
-        raise LookupError(
-            f"job {job.id} has no task {task or ''} {f'in attempt {attempt}' if attempt else ''}"
-            .strip() + (" yet: it has not started" if job.state == JobState.QUEUED else "")
-        )
+        which = " ".join(x for x in (task, f"in attempt {attempt}" if attempt else None) if x)
+        not_yet = " yet: it has not started" if job.state == JobState.QUEUED else ""
+        raise LookupError(f"job {job.id} has no task {which}".rstrip() + not_yet)
     return tasks[0]
 
 
@@ -82,8 +81,9 @@ async def stream_log(
             offset += len(chunk)
             yield chunk
             continue
-        current = next((t for t in ctl.store.jobs.tasks(task.job_id, task.attempt)
-                        if t.id == task.id), None)
+        current = next(
+            (t for t in ctl.store.jobs.tasks(task.job_id, task.attempt) if t.id == task.id), None
+        )
         if current is None or current.state.is_final:
             rest = engine.read_log(task.node, task.key, offset, LOG_CHUNK)
             if rest:

@@ -13,8 +13,15 @@ def node_list(ctl: Controller) -> NodeList:
         mine = [t for t in active if t.node == node.name]
         holder = {i: t.job_id for t in mine for i in t.gpus}
         gpus = [
-            GpuOut(index=g.index, uuid=g.uuid, type=g.type, memory_mb=g.memory_mb, fake=g.fake,
-                   healthy=g.healthy, job=holder.get(g.index))
+            GpuOut(
+                index=g.index,
+                uuid=g.uuid,
+                type=g.type,
+                memory_mb=g.memory_mb,
+                fake=g.fake,
+                healthy=g.healthy,
+                job=holder.get(g.index),
+            )
             for g in node.gpus
         ]
         allocated = Allocated(
@@ -22,6 +29,14 @@ def node_list(ctl: Controller) -> NodeList:
             memory_mb=sum(t.memory_mb for t in mine),
             gpus=len(holder),
         )
-        out.append(NodeOut(name=node.name, cpu=node.cpu_milli / 1000, memory_mb=node.memory_mb,
-                           schedulable=node.schedulable, allocated=allocated, gpus=gpus))
+        out.append(
+            NodeOut(
+                name=node.name,
+                cpu=node.cpu_milli / 1000,
+                memory_mb=node.memory_mb,
+                schedulable=node.schedulable,
+                allocated=allocated,
+                gpus=gpus,
+            )
+        )
     return NodeList(nodes=out)

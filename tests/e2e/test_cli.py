@@ -1,0 +1,70 @@
+"""The `gpuyard` CLI against the real server: submit --wait, jobs, show, logs, cancel, nodes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.container]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def cli(server, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GPUYARD_URL": server.url}
+    return subprocess.run(
+        [sys.executable, "-m", "gpuyard", *args],
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_submit_wait_streams_logs_and_exits_by_outcome(server, tmp_path):
+    ok = cli(server, "submit", str(EXAMPLES / "hello.yaml"), "--wait")
+    assert ok.returncode == 0, ok.stderr
+    assert "hello from gpuyard" in ok.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\ntaskRoles:\n  main:\n    command: echo oops; exit 4\n")
+    failed = cli(server, "submit", str(bad), "--wait")
+    assert failed.returncode == 1
+    assert "oops" in failed.stdout and "Error(exit 4)" in failed.stderr
+
+
+def test_listings_show_jobs_logs_and_fake_gpus(server):
+    job_id = cli(server, "submit", str(EXAMPLES / "hello.yaml")).stdout.strip()
+    server.wait(job_id)
+    jobs = json.loads(cli(server, "jobs", "-o", "json").stdout)["jobs"]
+    assert [j["id"] for j in jobs] == [job_id]
+    assert "SUCCEEDED" in cli(server, "jobs").stdout
+    assert "hello from gpuyard" in cli(server, "logs", job_id).stdout
+    shown = cli(server, "show", job_id)
+    assert shown.returncode == 0 and "Completed" in shown.stdout
+    nodes = json.loads(cli(server, "nodes", "-o", "json").stdout)["nodes"]
+    assert len(nodes) == 1 and len(nodes[0]["gpus"]) == 4
+    assert all(g["fake"] for g in nodes[0]["gpus"])
+    assert "FAKE" in cli(server, "nodes").stdout
+
+
+def test_bad_spec_and_unknown_job_are_clear_errors(server, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ntaskRoles:\n  w:\n    gpuNumber: -1\n")
+    r = cli(server, "submit", str(bad))
+    assert r.returncode == 2
+    assert "taskRoles.w.gpuNumber" in r.stderr and "Traceback" not in r.stderr
+    r = cli(server, "show", "nope")
+    assert r.returncode == 1 and "no job nope" in r.stderr
+
+
+def test_cancel_from_the_cli(server):
+    job_id = server.submit("name: long\ntaskRoles:\n  main:\n    command: sleep 300\n")
+    server.wait(job_id, {"RUNNING"})
+    assert cli(server, "cancel", job_id).returncode == 0
+    assert server.wait(job_id, timeout=30)["state"] == "STOPPED"
