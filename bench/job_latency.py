@@ -29,7 +29,6 @@ from pathlib import Path
 import httpx
 
 from gpuyard.runtime.executor import ContainerRuntime
-from gpuyard.runtime.oci import build_config
 from gpuyard.runtime.types import TaskLaunch
 
 TRIVIAL = (
@@ -134,7 +133,7 @@ def baseline(runtime_name: str | None, n: int) -> tuple[str, list[float]]:
         )
         bundle = root / f"bundle-{i}"
         (bundle / "work").mkdir(parents=True)
-        config = build_config(launch, rt._host_rootfs.prepare(), bundle / "work")
+        config = rt.container_config(launch, bundle / "work")
         (bundle / "config.json").write_text(json.dumps(config))
         t0 = time.monotonic()
         subprocess.run(

@@ -68,5 +68,8 @@ class FakeEngine:
     def release(self, node: str, key: str) -> None:
         self.released.append(key)
 
+    def watch(self, on_change) -> None:
+        self.on_change = on_change
+
     def close(self) -> None:
         return None

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from gpuyard.runtime import ContainerRuntime, TaskLaunch
 from gpuyard.runtime.cgroups import ensure_hugetlb_mount
+from gpuyard.runtime.executor import ContainerRuntime
+from gpuyard.runtime.types import TaskLaunch
 
 from .helpers import WAIT_S, MakeLaunch, wait_exited
 

@@ -6,7 +6,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from gpuyard.runtime import ContainerRuntime, TaskExit, TaskLaunch, TaskPhase, TaskStatus
+from gpuyard.runtime.executor import ContainerRuntime
+from gpuyard.runtime.types import TaskExit, TaskLaunch, TaskPhase, TaskStatus
 
 WAIT_S = 20.0
 

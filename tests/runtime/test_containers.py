@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from gpuyard.model import GpuDevice, TaskReason
-from gpuyard.runtime import ContainerRuntime
 from gpuyard.runtime.cgroups import controller_dir, is_v2, pids_current, pids_max
+from gpuyard.runtime.executor import ContainerRuntime
 
 from .helpers import MakeLaunch, run_task, wait_for, wait_running
 

@@ -15,14 +15,10 @@ from pathlib import Path
 import pytest
 
 from gpuyard.model import TaskReason
-from gpuyard.runtime import (
-    ContainerRuntime,
-    RuntimeStartError,
-    RuntimeUnavailable,
-    TaskPhase,
-    TaskStillRunning,
-)
+from gpuyard.runtime.errors import RuntimeStartError, RuntimeUnavailable, TaskStillRunning
+from gpuyard.runtime.executor import ContainerRuntime
 from gpuyard.runtime.taskdir import read_json, write_json
+from gpuyard.runtime.types import TaskPhase
 
 from .helpers import MakeLaunch, run_task, wait_exited, wait_for, wait_running
 
@@ -69,7 +65,8 @@ def test_stop_kills_a_task_that_ignores_term_after_the_grace(
 STARTER = """
 import sys, time
 from pathlib import Path
-from gpuyard.runtime import ContainerRuntime, TaskLaunch
+from gpuyard.runtime.executor import ContainerRuntime
+from gpuyard.runtime.types import TaskLaunch
 args = {args}
 rt = ContainerRuntime(Path(args.pop("state_root")), args.pop("runtime"))
 rt.start(TaskLaunch(**args))

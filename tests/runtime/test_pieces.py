@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from gpuyard.model import GpuDevice, TaskReason
-from gpuyard.runtime import TaskExit, TaskLaunch
 from gpuyard.runtime.env import build_env
 from gpuyard.runtime.exits import (
     exit_reason,
@@ -20,6 +19,7 @@ from gpuyard.runtime.exits import (
 from gpuyard.runtime.oci import build_config, hostname
 from gpuyard.runtime.rootfs import HostRootfs, Rootfs
 from gpuyard.runtime.taskdir import TaskDir, check_key, exit_from_json, exit_to_json
+from gpuyard.runtime.types import TaskExit, TaskLaunch
 
 
 def launch(**fields: object) -> TaskLaunch:

@@ -19,13 +19,23 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from gpuyard.controller.launch import build_launch
 from gpuyard.controller.lifecycle import Outcome, Verdict, decide, task_end_state
 from gpuyard.engine import Engine, NodeUnavailable
-from gpuyard.model import Clock, JobState, Node, Resources, TaskPlacement, TaskReason, TaskState
+from gpuyard.model import (
+    Clock,
+    JobPlacement,
+    JobState,
+    Node,
+    Resources,
+    TaskPlacement,
+    TaskReason,
+    TaskState,
+)
 from gpuyard.runtime.errors import ImageError
-from gpuyard.runtime.types import TaskPhase, TaskStatus
+from gpuyard.runtime.types import TaskLaunch, TaskPhase, TaskStatus
 from gpuyard.scheduler import schedule
 from gpuyard.spec import JobSpec, job_demand, parse_job_spec
 from gpuyard.store import JobRecord, NewTask, Store, TaskRecord
@@ -33,6 +43,7 @@ from gpuyard.store import JobRecord, NewTask, Store, TaskRecord
 log = logging.getLogger("gpuyard.controller")
 
 NODE_RECORD_INTERVAL_S = 30.0
+MAX_PARALLEL_STARTS = 8
 
 
 class Controller:
@@ -63,6 +74,7 @@ class Controller:
 
     def start(self) -> None:
         self._halt.clear()
+        self.engine.watch(self.wake)
         self._thread = threading.Thread(target=self._run, name="gpuyard-controller", daemon=True)
         self._thread.start()
 
@@ -214,45 +226,39 @@ class Controller:
             {jid: (str(r.code), r.message) for jid, r in result.pending_reasons.items()}
         )
         node_by_name = {n.name: n for n in nodes}
+        launches = []
         for placement in result.admit:
             job = by_id[placement.job_id]
-            bound = self.store.jobs.bind(
-                job.id,
-                job.attempt,
-                [
-                    NewTask(
-                        t.role,
-                        t.index,
-                        t.node,
-                        t.gpu_indices,
-                        t.resources.cpu_milli,
-                        t.resources.memory_mb,
-                    )
-                    for t in placement.tasks
-                ],
-            )
-            for task in bound:
-                self._launch(job, task, node_by_name[task.node])
+            for task in self.store.jobs.bind(job.id, job.attempt, _new_tasks(placement)):
+                node = node_by_name[task.node]
+                launches.append(
+                    (task, build_launch(job, self._spec(job), task, node, self.pids_limit))
+                )
+        self._start_all(launches)
 
-    def _launch(self, job: JobRecord, task: TaskRecord, node: Node) -> None:
+    def _start_all(self, launches: list[tuple[TaskRecord, TaskLaunch]]) -> None:
+        """Tell the nodes, several starts at once; record each start that failed, and why."""
+        if not launches:
+            return
+        with ThreadPoolExecutor(min(MAX_PARALLEL_STARTS, len(launches))) as pool:
+            failures = list(pool.map(self._try_start, launches))
+        for (task, _), failure in zip(launches, failures, strict=True):
+            if failure is not None:
+                reason, message = failure
+                log.warning("could not start %s: %s", task.key, message)
+                self.store.jobs.task_ended(
+                    task.id, TaskState.FAILED, None, reason, message, self.clock.now()
+                )
+
+    def _try_start(self, item: tuple[TaskRecord, TaskLaunch]) -> tuple[str, str] | None:
+        task, launch = item
         try:
-            self.engine.start(
-                node.name, build_launch(job, self._spec(job), task, node, self.pids_limit)
-            )
+            self.engine.start(task.node, launch)
         except ImageError as e:  # the spec's image: retrying cannot help
-            self.store.jobs.task_ended(
-                task.id, TaskState.FAILED, None, TaskReason.IMAGE_ERROR, str(e), self.clock.now()
-            )
+            return TaskReason.IMAGE_ERROR, str(e)
         except Exception as e:  # any other start failure is the platform's, and retried
-            log.warning("could not start %s: %s", task.key, e)
-            self.store.jobs.task_ended(
-                task.id,
-                TaskState.FAILED,
-                None,
-                TaskReason.AGENT_ERROR,
-                f"could not start the task: {e}",
-                self.clock.now(),
-            )
+            return TaskReason.AGENT_ERROR, f"could not start the task: {e}"
+        return None
 
     # ---- helpers ---------------------------------------------------------------------
 
@@ -273,6 +279,15 @@ def _stop_reason(job: JobRecord | None, task: TaskRecord) -> str | None:
     if job is not None and job.stop_requested:
         return job.stop_requested
     return TaskReason.CANCELLED if task.stop_sent else None
+
+
+def _new_tasks(placement: JobPlacement) -> list[NewTask]:
+    return [
+        NewTask(
+            t.role, t.index, t.node, t.gpu_indices, t.resources.cpu_milli, t.resources.memory_mb
+        )
+        for t in placement.tasks
+    ]
 
 
 def _placement(t: TaskRecord) -> TaskPlacement:

@@ -5,6 +5,8 @@ A plain class: the local engine holds one in-process; a distributed engine runs 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gpuyard.model import Node
 from gpuyard.runtime.executor import ContainerRuntime
 from gpuyard.runtime.types import TaskLaunch, TaskStatus
@@ -46,3 +48,9 @@ class NodeAgent:
 
     def keys(self) -> list[str]:
         return self._runtime.keys()
+
+    def watch(self, on_change: Callable[[], None]) -> None:
+        self._runtime.watch(on_change)
+
+    def close(self) -> None:
+        self._runtime.close()

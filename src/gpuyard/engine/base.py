@@ -6,6 +6,7 @@ machine, and the Ray engine (a later issue) runs one agent per Ray node.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from gpuyard.model import Node
@@ -32,5 +33,9 @@ class Engine(Protocol):
     def tail_log(self, node: str, key: str, lines: int) -> str: ...
 
     def release(self, node: str, key: str) -> None: ...
+
+    def watch(self, on_change: Callable[[], None]) -> None:
+        """Call `on_change` when a task starts or ends, so the controller need not wait to poll."""
+        ...
 
     def close(self) -> None: ...

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gpuyard.engine.agent import NodeAgent
 from gpuyard.engine.base import NodeUnavailable
 from gpuyard.model import Node
@@ -46,5 +48,8 @@ class LocalEngine:
     def release(self, node: str, key: str) -> None:
         self._on(node).release(key)
 
+    def watch(self, on_change: Callable[[], None]) -> None:
+        self._agent.watch(on_change)
+
     def close(self) -> None:
-        return None
+        self._agent.close()

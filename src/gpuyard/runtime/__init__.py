@@ -1,27 +1,7 @@
-"""How one task runs on one node: OCI containers through crun or runc (`ContainerRuntime`).
+"""How one task runs on one node: OCI containers through crun or runc.
 
-See docs/runtime.md. The task's supervisor is `python -m gpuyard.runtime.supervisor`.
+`executor.ContainerRuntime` is the node-side API; `supervisor` is the per-task process
+(`python -m gpuyard.runtime.supervisor TASK_DIR`); `gpus` and `node` describe this machine.
+This package file imports nothing on purpose: every task's supervisor imports the package,
+and its start-up time is part of every task's start latency (see docs/benchmarks.md).
 """
-
-from gpuyard.runtime.errors import (
-    ContainerRuntimeError,
-    ImageError,
-    RuntimeStartError,
-    RuntimeUnavailable,
-    TaskStillRunning,
-)
-from gpuyard.runtime.executor import ContainerRuntime
-from gpuyard.runtime.types import TaskExit, TaskLaunch, TaskPhase, TaskStatus
-
-__all__ = [
-    "ContainerRuntime",
-    "ContainerRuntimeError",
-    "ImageError",
-    "RuntimeStartError",
-    "RuntimeUnavailable",
-    "TaskExit",
-    "TaskLaunch",
-    "TaskPhase",
-    "TaskStatus",
-    "TaskStillRunning",
-]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import shutil
 import signal
@@ -18,11 +19,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from gpuyard.model import TaskReason
 from gpuyard.runtime.errors import ImageError, RuntimeStartError, TaskStillRunning
 from gpuyard.runtime.exits import tail_lines, with_log
+from gpuyard.runtime.notify import NotifyListener
 from gpuyard.runtime.oci import build_config, cgroup_path
 from gpuyard.runtime.ociruntime import OciRuntime, pick_runtime
 from gpuyard.runtime.rootfs import HostRootfs, Rootfs, RootfsSource
@@ -34,6 +38,8 @@ from gpuyard.runtime.taskdir import (
     write_json,
 )
 from gpuyard.runtime.types import TaskExit, TaskLaunch, TaskPhase, TaskStatus
+
+log = logging.getLogger("gpuyard.runtime")
 
 SPAWN_TIMEOUT_S = 30.0
 ORPHAN_AFTER_S = 60.0  # a task dir without a supervisor pid this old: the spawn was lost
@@ -52,9 +58,11 @@ class ContainerRuntime:
         self.logs_dir.mkdir(exist_ok=True)
         self._host_rootfs = HostRootfs(self.state_root / "hostroot", hidden=(self.state_root,))
         self._lock = threading.Lock()
-        self.rt: OciRuntime = pick_runtime(runtime, self._host_rootfs.prepare(),
-                                           self.state_root / "probe")
+        self.rt: OciRuntime = pick_runtime(
+            runtime, self._host_rootfs.prepare(), self.state_root / "probe"
+        )
         self.name: str = self.rt.name
+        self._listener: NotifyListener | None = None
 
     # --- starting ---------------------------------------------------------------------------
 
@@ -85,14 +93,23 @@ class ContainerRuntime:
         td.work.mkdir()
         if launch.output_dir:
             Path(launch.output_dir).mkdir(parents=True, exist_ok=True)
-        config = build_config(launch, self._rootfs(launch), td.work)
+        config = self.container_config(launch, td.work)
         write_json(td.launch, dataclasses.asdict(launch))
-        write_json(td.task, {
-            "runtime": self.rt.to_json(), "containerId": launch.key,
-            "cgroupPath": cgroup_path(launch.key), "memoryMb": launch.memory_mb,
-        })
+        write_json(
+            td.task,
+            {
+                "runtime": self.rt.to_json(),
+                "containerId": launch.key,
+                "cgroupPath": cgroup_path(launch.key),
+                "memoryMb": launch.memory_mb,
+            },
+        )
         write_json(td.config, config)
         td.log.touch()
+
+    def container_config(self, launch: TaskLaunch, work_dir: Path) -> dict[str, Any]:
+        """The OCI config.json this node runs `launch` with (also used by the benchmark)."""
+        return build_config(launch, self._rootfs(launch), work_dir)
 
     def start(self, launch: TaskLaunch) -> None:
         """Write the task dir and bundle, spawn the supervisor; does not wait for the task."""
@@ -120,8 +137,15 @@ class ContainerRuntime:
         cmd = [sys.executable, "-m", "gpuyard.runtime.supervisor", str(td.path)]
         try:
             with open(td.supervisor_log, "ab") as out:
-                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                        cwd="/", start_new_session=True, close_fds=True)
+                proc = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=out,
+                    cwd="/",
+                    start_new_session=True,
+                    close_fds=True,
+                )
             code = proc.wait(timeout=SPAWN_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired) as e:
             if isinstance(e, subprocess.TimeoutExpired):
@@ -172,9 +196,12 @@ class ContainerRuntime:
         who = f"pid {sup[0]}" if sup else "never recorded"
         message = with_log(
             f"the task's supervisor ({who}) ended without recording an exit "
-            "(killed, or the node restarted); its container was removed", td.log)
-        exit_ = TaskExit(None, TaskReason.AGENT_ERROR, time.time(), message,
-                         stop_requested=td.stop_file.exists())
+            "(killed, or the node restarted); its container was removed",
+            td.log,
+        )
+        exit_ = TaskExit(
+            None, TaskReason.AGENT_ERROR, time.time(), message, stop_requested=td.stop_file.exists()
+        )
         td.write_exit(exit_)
         return exit_
 
@@ -185,8 +212,32 @@ class ContainerRuntime:
         if not (Path(rt.root) / td.key).exists():
             return
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            subprocess.run(rt.command("delete", "--force", td.key), capture_output=True,
-                           timeout=SPAWN_TIMEOUT_S, check=False)
+            subprocess.run(
+                rt.command("delete", "--force", td.key),
+                capture_output=True,
+                timeout=SPAWN_TIMEOUT_S,
+                check=False,
+            )
+
+    def watch(self, on_change: Callable[[], None]) -> None:
+        """Call `on_change` whenever a task of this node starts or exits (a hint; see notify).
+
+        Without the hint socket (another server holds this state root) the caller still
+        sees every change, at its next poll.
+        """
+        if self._listener is not None:
+            return
+        try:
+            self._listener = NotifyListener(self.state_root, lambda _event, _key: on_change())
+        except OSError as e:
+            log.warning(
+                "no start/exit hints for %s (%s); changes are seen by polling", self.state_root, e
+            )
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
 
     def keys(self) -> list[str]:
         """Tasks whose state dir exists on this node (for adoption after a restart)."""

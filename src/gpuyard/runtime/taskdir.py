@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gpuyard.runtime.notify import notify
 from gpuyard.runtime.types import TaskExit
 
 KEY_RE = re.compile(r"[A-Za-z0-9_.-]{1,128}")
@@ -109,11 +110,16 @@ class TaskDir:
     def key(self) -> str:
         return self.path.name
 
+    @property
+    def state_root(self) -> Path:
+        return self.path.parent.parent  # <state_root>/tasks/<key>
+
     def read_exit(self) -> TaskExit | None:
         return exit_from_json(read_json(self.exit_file))
 
     def write_exit(self, exit_: TaskExit) -> None:
         write_json(self.exit_file, exit_to_json(exit_), sync=True)
+        notify(self.state_root, self.key, "exited")
 
     def started_at(self) -> float | None:
         value = read_json(self.started)
@@ -121,6 +127,7 @@ class TaskDir:
 
     def mark_started(self, when: float) -> None:
         write_json(self.started, {"startedAt": when})
+        notify(self.state_root, self.key, "started")
 
     def stop_grace(self) -> float | None:
         """The grace of the stop request, or None if no stop was requested through the file."""
