@@ -198,6 +198,7 @@ class Controller:
                 self.store.jobs.move(
                     job.id, JobState.STOPPED, job.stop_requested, "stopped before it started"
                 )
+                self._specs.pop(job.id, None)
             else:
                 self._stop_tasks(self.store.jobs.tasks(job.id, attempt=job.attempt))
 

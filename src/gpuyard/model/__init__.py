@@ -14,8 +14,13 @@ from gpuyard.model.states import (
     check_job_transition,
     failure_class,
 )
+from gpuyard.model.tenant import BudgetPeriod, FlavorQuota, QueuePolicy, Tenant
 
 __all__ = [
+    "BudgetPeriod",
+    "FlavorQuota",
+    "QueuePolicy",
+    "Tenant",
     "JOB_TRANSITIONS",
     "Clock",
     "FailureClass",

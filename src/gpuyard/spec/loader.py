@@ -7,6 +7,7 @@ errors in both (YAML and JSON parsers would silently keep the last one).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -96,10 +97,9 @@ def read_document(text: str | bytes, content_type: str | None = None) -> object:
         if declared_json:
             return _from_json(body)
         if body.lstrip().startswith(("{", "[")):
-            try:
+            # not JSON after all (YAML flow style, say): then YAML reads it or says why not
+            with contextlib.suppress(SpecError):
                 return _from_json(body)
-            except SpecError:
-                pass  # not JSON after all: YAML flow style, say; YAML gives the error
         return _from_yaml(body)
     except RecursionError as e:
         raise _fail("the spec is nested too deeply") from e

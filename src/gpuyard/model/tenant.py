@@ -1,0 +1,67 @@
+"""Tenants (teams): guaranteed quotas per GPU flavor, borrowing and lending, fair-share weight,
+queue policy, per-user limits, GPU-hour budgets, storage roots.
+
+Words as in DESIGN.md: a job inside its tenant's guaranteed quota is *guaranteed*; one that
+borrows idle capacity of other tenants beyond it is *opportunistic* and may be preempted when
+the lender reclaims. A flavor is a GPU type as nodes report it (`A100-80GB`); a job's
+`gpuType: A100` may use any flavor it matches (`gpu_type_matches`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class QueuePolicy(enum.StrEnum):
+    FIFO = "fifo"  # priority, then submission order
+    LAS = "las"  # priority, then least attained GPU service (Tiresias), with aging
+
+
+class BudgetPeriod(enum.StrEnum):
+    DAY = "day"
+    WEEK = "week"
+    MONTH = "month"
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorQuota:
+    """Guaranteed GPUs of one flavor, and how far the tenant may go beyond it / lend of it.
+
+    `borrowing_limit`: at most this many GPUs of the flavor above the guarantee (None: any
+    idle). `lending_limit`: at most this many of its unused guaranteed GPUs lent to others
+    (None: all of them).
+    """
+
+    flavor: str
+    guaranteed: int
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    name: str
+    quotas: tuple[FlavorQuota, ...] = ()
+    cpu_milli: int | None = None  # guaranteed CPU (None: not limited by quota)
+    memory_mb: int | None = None  # guaranteed memory (None: not limited by quota)
+    weight: float = 1.0  # fair-share weight across tenants
+    queue_policy: QueuePolicy = QueuePolicy.FIFO
+    priority_preemption: bool = False  # may a higher-priority job preempt one of the tenant's?
+    preemption_grace_s: int = 30  # SIGTERM → SIGKILL for this tenant's preempted jobs
+    max_gpus_per_user: int | None = None
+    max_running_jobs_per_user: int | None = None
+    gpu_hour_budget: float | None = None
+    budget_period: BudgetPeriod = BudgetPeriod.MONTH
+    storage_roots: tuple[str, ...] = field(default=())  # where dataDir/outputDir may point
+    allow_root: bool = False  # may tasks run as root inside the container?
+
+    def quota(self, flavor: str) -> FlavorQuota | None:
+        for q in self.quotas:
+            if q.flavor == flavor:
+                return q
+        return None
+
+    @property
+    def guaranteed_gpus(self) -> int:
+        return sum(q.guaranteed for q in self.quotas)
