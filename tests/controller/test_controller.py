@@ -202,3 +202,36 @@ def test_restart_adopts_running_tasks(store, engine, clock):
     fresh.run_cycle()
     assert state(store, jid) == JobState.SUCCEEDED
     assert len(store.jobs.tasks(jid)) == 1
+
+
+def test_a_preempted_job_is_requeued_uncounted_and_resumes(ctl, store, engine):
+    jid = submit(store, retry=0)
+    ctl.run_cycle()
+    (key,) = engine.keys_on(jid)
+    engine.run(key)
+    ctl.run_cycle()
+    ctl.preempt(jid, grace_s=7)
+    assert engine.stopped == {key: 7}
+    engine.exit(key, 0, "Completed")  # it checkpointed on SIGTERM and exited
+    ctl.run_cycle()
+    job = store.jobs.get(jid)
+    assert job.attempt == 2 and job.retries_used == 0 and job.stop_requested is None
+    assert job.state in (JobState.QUEUED, JobState.SCHEDULED)
+    first = [t for t in store.jobs.tasks(jid) if t.attempt == 1][0]
+    assert (first.state, first.reason) == (TaskState.STOPPED, "Preempted")
+    second = engine.launched[engine.keys_on(jid)[-1]]
+    assert second.attempt == 2 and second.resumed
+
+
+def test_cancel_wins_over_a_pending_preemption(ctl, store, engine):
+    jid = submit(store)
+    ctl.run_cycle()
+    (key,) = engine.keys_on(jid)
+    engine.run(key)
+    ctl.run_cycle()
+    ctl.preempt(jid, grace_s=7)
+    store.jobs.request_stop(jid, "Cancelled")
+    engine.exit(key, 143, "Signal(SIGTERM)")
+    ctl.run_cycle()
+    job = store.jobs.get(jid)
+    assert job.state == JobState.STOPPED and job.reason == "Cancelled"

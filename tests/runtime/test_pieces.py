@@ -44,6 +44,12 @@ def test_platform_env_wins_over_the_users() -> None:
     assert env["HOME"] == "/h"  # a default, the user may change it
 
 
+def test_a_later_attempt_is_told_it_resumes() -> None:
+    assert env_of(launch())["GPUYARD_RESUMED"] == "0"
+    resumed = env_of(launch(attempt=2, resumed=True))
+    assert resumed["GPUYARD_RESUMED"] == "1" and resumed["GPUYARD_ATTEMPT"] == "2"
+
+
 def test_role_counts_become_pai_variables() -> None:
     env = env_of(launch(role="ps-server", role_task_counts=(("ps-server", 2), ("worker", 4))))
     assert env["PAI_TASK_ROLE_TASK_COUNT_ps_server"] == "2"

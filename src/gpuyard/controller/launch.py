@@ -29,5 +29,6 @@ def build_launch(
         output_dir=spec.output_dir,
         image=spec.image,
         pids_limit=pids_limit,
+        resumed=task.attempt > 1,
         role_task_counts=tuple((name, r.task_number) for name, r in spec.task_roles.items()),
     )

@@ -61,6 +61,8 @@ def decide(job: JobRecord, tasks: Sequence[TaskRecord]) -> Outcome:
         return Outcome(Verdict.SUCCEED, TaskReason.COMPLETED)
     if job.stop_requested == TaskReason.TIMEOUT:
         return Outcome(Verdict.FAIL, TaskReason.TIMEOUT, "the job ran longer than its maxRuntime")
+    if job.stop_requested == TaskReason.PREEMPTED:
+        return Outcome(Verdict.RETRY_UNCOUNTED, TaskReason.PREEMPTED, "preempted: requeued")
     if job.stop_requested is not None:
         return Outcome(Verdict.STOP, job.stop_requested)
     failed = first_failure(tasks)

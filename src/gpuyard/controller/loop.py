@@ -38,7 +38,14 @@ from gpuyard.runtime.errors import ImageError
 from gpuyard.runtime.types import TaskLaunch, TaskPhase, TaskStatus
 from gpuyard.scheduler import schedule
 from gpuyard.spec import JobSpec, job_demand, parse_job_spec
-from gpuyard.store import JobRecord, NewTask, Store, TaskRecord
+from gpuyard.store import (
+    JobAlreadyEnded,
+    JobNotFound,
+    JobRecord,
+    NewTask,
+    Store,
+    TaskRecord,
+)
 
 log = logging.getLogger("gpuyard.controller")
 
@@ -180,6 +187,7 @@ class Controller:
                 f"{note}; {outcome.message}" if outcome.message else note,
                 attempt=job.attempt + 1,
                 retries_used=used,
+                stop_requested=None,
             )
             return
         jobs.move(job.id, outcome.job_state, outcome.reason, outcome.message)
@@ -202,11 +210,23 @@ class Controller:
             else:
                 self._stop_tasks(self.store.jobs.tasks(job.id, attempt=job.attempt))
 
-    def _stop_tasks(self, tasks: Sequence[TaskRecord]) -> None:
+    def preempt(self, job_id: str, grace_s: float) -> None:
+        """Stop a running job to make room: SIGTERM, `grace_s` to checkpoint, then SIGKILL.
+
+        The job goes back to the queue as a new attempt that does not count as a retry.
+        """
+        try:
+            job = self.store.jobs.request_stop(job_id, TaskReason.PREEMPTED)
+        except (JobNotFound, JobAlreadyEnded):
+            return
+        self._stop_tasks(self.store.jobs.tasks(job.id, attempt=job.attempt), grace_s)
+
+    def _stop_tasks(self, tasks: Sequence[TaskRecord], grace_s: float | None = None) -> None:
         to_stop = [t for t in tasks if not t.state.is_final and not t.stop_sent]
+        grace = self.stop_grace_s if grace_s is None else grace_s
         for t in to_stop:
             try:
-                self.engine.stop(t.node, t.key, self.stop_grace_s)
+                self.engine.stop(t.node, t.key, grace)
             except NodeUnavailable as e:
                 log.warning("could not stop %s: %s", t.key, e)
         if to_stop:

@@ -46,6 +46,7 @@ def task_env(launch: TaskLaunch) -> dict[str, str]:
         "GPUYARD_TASK_ROLE": launch.role,
         "GPUYARD_TASK_INDEX": str(launch.index),
         "GPUYARD_ATTEMPT": str(launch.attempt),
+        "GPUYARD_RESUMED": "1" if launch.resumed else "0",
         "PAI_JOB_NAME": launch.job_name,
         "PAI_CURRENT_TASK_ROLE_NAME": launch.role,
         "PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX": str(launch.index),

@@ -31,6 +31,7 @@ class TaskLaunch:
     image: str | None = None  # None: the host's root filesystem, read-only
     pids_limit: int = 4096
     role_task_counts: tuple[tuple[str, int], ...] = field(default=())  # role → taskNumber
+    resumed: bool = False  # a later attempt: a checkpoint in /output may be waiting
 
 
 class TaskPhase(enum.StrEnum):

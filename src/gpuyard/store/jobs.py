@@ -48,6 +48,10 @@ class NewTask:
     memory_mb: int
 
 
+# A cancel overrides a timeout, which overrides a preemption: what the user asked for wins.
+_STOP_PRECEDENCE = {"Preempted": 1, "Timeout": 2, "Cancelled": 3}
+
+
 def task_key(job_id: str, attempt: int, role: str, index: int) -> str:
     return f"{job_id}-a{attempt}-{role}-{index}"
 
@@ -133,14 +137,17 @@ class JobRepo:
             return JobRecord.of(row)
 
     def request_stop(self, job_id: str, reason: str) -> JobRecord:
-        """Ask the controller to stop a job (`Cancelled`, `Timeout`); it does the stopping."""
+        """Ask the controller to stop a job (`Cancelled`, `Timeout`, `Preempted`).
+
+        The controller does the stopping. A stronger reason replaces a weaker one.
+        """
         with self._sessions.begin() as s:
             row = s.get(JobRow, job_id)
             if row is None:
                 raise JobNotFound(job_id)
             if JobState(row.state).is_final:
                 raise JobAlreadyEnded(f"job {job_id} already ended {row.state}")
-            if row.stop_requested is None:
+            if _STOP_PRECEDENCE.get(reason, 0) > _STOP_PRECEDENCE.get(row.stop_requested, -1):
                 row.stop_requested = reason
             return JobRecord.of(row)
 
