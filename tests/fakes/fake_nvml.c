@@ -9,9 +9,17 @@
  *                   fields "|minor|util_gpu|util_mem|temp_c|power_mw|used_mb"
  *                   (defaults: minor = index, 0 %, 0 %, 40 C, 50000 mW, 0 MB used).
  *                   Unset or empty: no GPUs. Malformed: nvmlInit returns NVML_ERROR_UNKNOWN.
+ *   FAKE_NVML_NVLINK  NVLink islands separated by ';', each a ','-separated list of GPU indices
+ *                   ("0,1,2,3;4,5,6,7"): nvmlDeviceGetP2PStatus answers NVML_P2P_STATUS_OK
+ *                   within an island, NVML_P2P_STATUS_NOT_SUPPORTED otherwise.
+ *   FAKE_NVML_PCIE  PCIe switches in the same syntax ("0,1;2,3"): two GPUs under one switch have
+ *                   the common ancestor NVML_TOPOLOGY_SINGLE, any other pair NVML_TOPOLOGY_SYSTEM.
+ *                   For both: unset or empty, no links; malformed (an empty item, an index that
+ *                   is not a GPU, a GPU listed twice): nvmlInit returns NVML_ERROR_UNKNOWN.
  *   FAKE_NVML_FAIL  driver_not_loaded | no_permission | lib_rm_version_mismatch | unknown:
  *                   every nvmlInit* returns that error;
- *                   gpu_is_lost:N: every query of device N returns NVML_ERROR_GPU_IS_LOST.
+ *                   gpu_is_lost:N: every query of device N returns NVML_ERROR_GPU_IS_LOST;
+ *                   topology_not_supported: the two topology queries return NOT_SUPPORTED.
  *
  * Signatures follow NVML's nvml.h. Only what gpuyard and pynvml's init path call is here.
  */
@@ -57,6 +65,34 @@ typedef struct nvmlUtilization_st {
 
 typedef enum nvmlTemperatureSensors_enum { NVML_TEMPERATURE_GPU = 0 } nvmlTemperatureSensors_t;
 
+typedef enum nvmlGpuLevel_enum {
+    NVML_TOPOLOGY_INTERNAL = 0,
+    NVML_TOPOLOGY_SINGLE = 10,
+    NVML_TOPOLOGY_MULTIPLE = 20,
+    NVML_TOPOLOGY_HOSTBRIDGE = 30,
+    NVML_TOPOLOGY_NODE = 40,
+    NVML_TOPOLOGY_SYSTEM = 50
+} nvmlGpuTopologyLevel_t;
+
+typedef enum nvmlGpuP2PStatus_enum {
+    NVML_P2P_STATUS_OK = 0,
+    NVML_P2P_STATUS_CHIPSET_NOT_SUPPORED = 1,
+    NVML_P2P_STATUS_GPU_NOT_SUPPORTED = 2,
+    NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED = 3,
+    NVML_P2P_STATUS_DISABLED_BY_REGKEY = 4,
+    NVML_P2P_STATUS_NOT_SUPPORTED = 5,
+    NVML_P2P_STATUS_UNKNOWN = 6
+} nvmlGpuP2PStatus_t;
+
+typedef enum nvmlGpuP2PCapsIndex_enum {
+    NVML_P2P_CAPS_INDEX_READ = 0,
+    NVML_P2P_CAPS_INDEX_WRITE = 1,
+    NVML_P2P_CAPS_INDEX_NVLINK = 2,
+    NVML_P2P_CAPS_INDEX_ATOMICS = 3,
+    NVML_P2P_CAPS_INDEX_PCI = 4,
+    NVML_P2P_CAPS_INDEX_UNKNOWN = 5
+} nvmlGpuP2PCapsIndex_t;
+
 #define MAX_GPUS 64
 #define TEXT_SIZE 96
 #define MIB (1024ULL * 1024ULL)
@@ -71,7 +107,9 @@ struct nvmlDevice_st {
 
 static struct nvmlDevice_st devices[MAX_GPUS];
 static unsigned int device_count;
+static int nvlink_island[MAX_GPUS], pcie_switch[MAX_GPUS]; /* by device index; -1: none */
 static int init_count;
+static int topology_not_supported;
 
 /* ---- configuration ---- */
 
@@ -143,6 +181,41 @@ static int load_devices(void)
     return ok;
 }
 
+/* "0,1,2,3;4,5,6,7": group_of[i] = the number of the group listing GPU i, or -1. */
+static int load_groups(const char *variable, int *group_of)
+{
+    const char *env = getenv(variable);
+    char *copy, *rest, *group, *item;
+    unsigned long long index;
+    int ok = 1, number = 0;
+
+    for (index = 0; index < MAX_GPUS; index++)
+        group_of[index] = -1;
+    if (env == NULL || *env == '\0')
+        return 1;
+    copy = rest = strdup(env);
+    if (copy == NULL)
+        return 0;
+    while (ok && (group = strsep(&rest, ";")) != NULL) {
+        while (ok && (item = strsep(&group, ",")) != NULL) {
+            ok = parse_uint(item, &index) && index < device_count && group_of[index] < 0;
+            if (ok)
+                group_of[index] = number;
+        }
+        number++;
+    }
+    free(copy);
+    if (!ok)
+        fprintf(stderr, "fake_nvml: bad %s \"%s\"\n", variable, env);
+    return ok;
+}
+
+static int load_topology(void)
+{
+    return load_groups("FAKE_NVML_NVLINK", nvlink_island)
+        && load_groups("FAKE_NVML_PCIE", pcie_switch);
+}
+
 static nvmlReturn_t init_failure(void)
 {
     const char *fail = getenv("FAKE_NVML_FAIL");
@@ -159,13 +232,14 @@ static nvmlReturn_t init_failure(void)
     return NVML_SUCCESS;
 }
 
-static void mark_lost_device(void)
+static void mark_failures(void)
 {
     const char *fail = getenv("FAKE_NVML_FAIL");
     unsigned long long index;
     if (fail != NULL && strncmp(fail, "gpu_is_lost:", 12) == 0 && parse_uint(fail + 12, &index)
         && index < device_count)
         devices[index].lost = 1;
+    topology_not_supported = fail != NULL && strcmp(fail, "topology_not_supported") == 0;
 }
 
 /* ---- helpers ---- */
@@ -202,9 +276,9 @@ nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
     if (failure != NVML_SUCCESS)
         return failure;
     if (init_count == 0) {
-        if (!load_devices())
+        if (!load_devices() || !load_topology())
             return NVML_ERROR_UNKNOWN;
-        mark_lost_device();
+        mark_failures();
     }
     init_count++;
     return NVML_SUCCESS;
@@ -371,4 +445,54 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
     if (ret == NVML_SUCCESS)
         *power = device->power_mw;
     return ret;
+}
+
+/* ---- topology ---- */
+
+static nvmlReturn_t check_pair(nvmlDevice_t device1, nvmlDevice_t device2, const void *out)
+{
+    nvmlReturn_t ret = check(device1, out);
+    if (ret == NVML_SUCCESS)
+        ret = check(device2, out);
+    if (ret == NVML_SUCCESS && topology_not_supported)
+        return NVML_ERROR_NOT_SUPPORTED;
+    return ret;
+}
+
+static int same_group(const int *group_of, nvmlDevice_t device1, nvmlDevice_t device2)
+{
+    int first = group_of[device1 - devices], second = group_of[device2 - devices];
+    return first >= 0 && first == second;
+}
+
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevice_t device2,
+                                                 nvmlGpuTopologyLevel_t *pathInfo)
+{
+    nvmlReturn_t ret = check_pair(device1, device2, pathInfo);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (device1 == device2)
+        *pathInfo = NVML_TOPOLOGY_INTERNAL;
+    else if (same_group(pcie_switch, device1, device2))
+        *pathInfo = NVML_TOPOLOGY_SINGLE;
+    else
+        *pathInfo = NVML_TOPOLOGY_SYSTEM;
+    return NVML_SUCCESS;
+}
+
+/* NVLINK: peers within an NVLink island. Other capabilities: NVLink or a shared PCIe switch. */
+nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice_t device2,
+                                    nvmlGpuP2PCapsIndex_t p2pIndex, nvmlGpuP2PStatus_t *p2pStatus)
+{
+    nvmlReturn_t ret = check_pair(device1, device2, p2pStatus);
+    int linked;
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (p2pIndex >= NVML_P2P_CAPS_INDEX_UNKNOWN)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    linked = same_group(nvlink_island, device1, device2);
+    if (p2pIndex != NVML_P2P_CAPS_INDEX_NVLINK)
+        linked = linked || same_group(pcie_switch, device1, device2);
+    *p2pStatus = linked ? NVML_P2P_STATUS_OK : NVML_P2P_STATUS_NOT_SUPPORTED;
+    return NVML_SUCCESS;
 }

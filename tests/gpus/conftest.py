@@ -18,7 +18,14 @@ from typing import Any
 import pytest
 
 FAKE_NVML_SOURCE = Path(__file__).resolve().parents[1] / "fakes" / "fake_nvml.c"
-ENV_TO_CLEAR = ("LD_LIBRARY_PATH", "LD_PRELOAD", "FAKE_NVML_GPUS", "FAKE_NVML_FAIL")
+ENV_TO_CLEAR = (
+    "LD_LIBRARY_PATH",
+    "LD_PRELOAD",
+    "FAKE_NVML_GPUS",
+    "FAKE_NVML_FAIL",
+    "FAKE_NVML_NVLINK",
+    "FAKE_NVML_PCIE",
+)
 
 RunPython = Callable[..., tuple[Any, str]]
 

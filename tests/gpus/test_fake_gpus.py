@@ -57,12 +57,41 @@ def test_parses_declared_inventories(text, expected):
         ("0xA100", "count must be at least 1"),
         ("A100:0", "count must be at least 1"),
         ("2000xA100", "too many fake GPUs"),
+        ("8xA100@0", "island size after @ must be at least 1, got '8xA100@0'"),
+        ("A100:4@0", "island size after @ must be at least 1"),
+        ("6xA100@4", "count 6 is not a multiple of island size 4 in '6xA100@4'"),
+        ("2xA100@4", "count 2 is not a multiple of island size 4"),
+        ("8xA100@", "expected COUNTxTYPE like 4xA100-80GB"),
+        ("8xA100@-2", "expected COUNTxTYPE like 4xA100-80GB"),
+        ("8xA100@4@2", "expected COUNTxTYPE like 4xA100-80GB"),
+        ("@4", "expected COUNTxTYPE like 4xA100-80GB"),
     ],
 )
 def test_rejects_bad_inventories(text, message):
     with pytest.raises(ValueError) as info:
         parse_fake_gpus(text)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "groups"),
+    [
+        ("8xA100-80GB@4", [0, 0, 0, 0, 1, 1, 1, 1]),
+        ("8xA100-80GB@2", [0, 0, 1, 1, 2, 2, 3, 3]),
+        ("8xA100-80GB@8", [0] * 8),
+        ("4xA100@1", [0, 1, 2, 3]),
+        ("4xA100-80GB,4xA100-80GB", [0, 0, 0, 0, 1, 1, 1, 1]),
+        ("A100:4", [0, 0, 0, 0]),
+        ("A100:4@2", [0, 0, 1, 1]),
+        ("4xH100@2,2xT4", [0, 0, 1, 1, 2, 2]),
+        ("1xT4,4xA100 @ 2,T4:1", [0, 1, 1, 2, 2, 3]),
+        ("1xL4", [0]),
+    ],
+)
+def test_declared_topology_islands(text, groups):
+    gpus = parse_fake_gpus(text)
+    assert [g.topology_group for g in gpus] == groups
+    assert [g.index for g in gpus] == list(range(len(groups)))
 
 
 def test_fake_uuids_are_deterministic_unique_and_visibly_fake():
@@ -81,7 +110,9 @@ def test_fake_uuids_are_deterministic_unique_and_visibly_fake():
 
 def test_fake_gpus_are_labelled_fake():
     (gpu,) = parse_fake_gpus("1xA100-80GB")
-    assert gpu == GpuDevice(0, "GPU-fake-local-0000", "A100-80GB", 81920, fake=True, minor=None)
+    assert gpu == GpuDevice(
+        0, "GPU-fake-local-0000", "A100-80GB", 81920, fake=True, minor=None, topology_group=0
+    )
     assert gpu.label == "A100-80GB (fake)"
 
 

@@ -60,6 +60,7 @@ def test_discovers_the_gpus_nvml_reports(with_fake_nvml):
             "fake": False,
             "healthy": True,
             "minor": 0,
+            "topology_group": 0,
         },
         {
             "index": 1,
@@ -69,6 +70,7 @@ def test_discovers_the_gpus_nvml_reports(with_fake_nvml):
             "fake": False,
             "healthy": True,
             "minor": 1,
+            "topology_group": 1,
         },
     ]
 
@@ -155,7 +157,15 @@ def test_bytes_from_older_pynvml_and_unsupported_minor_numbers(monkeypatch):
     for name, fake in fakes.items():
         monkeypatch.setattr(pynvml, name, fake)
     assert gpus_module.discover_nvml_gpus() == (
-        GpuDevice(index=0, uuid="GPU-abcd", type="L4", memory_mb=23034, fake=False, minor=None),
+        GpuDevice(
+            index=0,
+            uuid="GPU-abcd",
+            type="L4",
+            memory_mb=23034,
+            fake=False,
+            minor=None,
+            topology_group=0,
+        ),
     )
     assert calls == ["init", "shutdown"]
 

@@ -1,15 +1,23 @@
 """Finding a node's GPUs: detected through NVML, or declared as fake GPUs.
 
 Real GPUs come from the NVIDIA driver through `pynvml` (`discover_nvml_gpus`). Machines without
-GPUs can declare fake ones (`parse_fake_gpus`, syntax `4xA100-80GB,2xV100` or `A100:4`) so that
-scheduling and the rest of the platform can be exercised; fake GPUs are always `fake=True` and
-carry visibly fake UUIDs (`GPU-fake-<node>-<index>`). `detect_gpus` picks between the two.
+GPUs can declare fake ones (`parse_fake_gpus`, syntax `4xA100-80GB,2xV100`, `A100:4` or
+`8xA100-80GB@4`) so that scheduling and the rest of the platform can be exercised; fake GPUs are
+always `fake=True` and carry visibly fake UUIDs (`GPU-fake-<node>-<index>`). `detect_gpus` picks
+between the two.
+
+Both give each GPU a `topology_group`: GPUs that share an NVLink or PCIe-switch island share a
+group, numbered 0.. in order of their lowest GPU index. NVML's answer is the connected components
+of "NVLink peers or under one PCIe switch"; where NVML cannot tell, every group is None.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
+from collections.abc import Iterable
+from dataclasses import replace
 
 import pynvml
 
@@ -50,28 +58,45 @@ KNOWN_MEMORY_MB: dict[str, int] = {
 }
 
 _TYPE = r"[A-Za-z0-9][A-Za-z0-9._-]*"
-_COUNT_X_TYPE = re.compile(rf"(?P<count>\d+)\s*[xX×]\s*(?P<type>{_TYPE})")
-_TYPE_COLON_COUNT = re.compile(rf"(?P<type>{_TYPE})\s*:\s*(?P<count>\d+)")
+_ISLAND = r"(?:\s*@\s*(?P<island>\d+))?"
+_COUNT_X_TYPE = re.compile(rf"(?P<count>\d+)\s*[xX×]\s*(?P<type>{_TYPE}){_ISLAND}")
+_TYPE_COLON_COUNT = re.compile(rf"(?P<type>{_TYPE})\s*:\s*(?P<count>\d+){_ISLAND}")
 _MEMORY_PART = re.compile(r"(\d+)GB")
 _NAME_PREFIXES = ("NVIDIA ", "Tesla ")
 
 
 def parse_fake_gpus(text: str, node: str = "local") -> tuple[GpuDevice, ...]:
-    """Fake GPUs declared as `4xA100-80GB`, `2xA100-80GB,2xV100` or `A100:4`.
+    """Fake GPUs declared as `4xA100-80GB`, `2xA100-80GB,2xV100`, `A100:4` or `8xA100-80GB@4`.
 
-    Indices run 0..n-1 across the whole list. Raises ValueError for anything else.
+    Indices run 0..n-1 across the whole list. Each item is one topology island, or with `@N`
+    islands of N GPUs (`8xA100@4`: GPUs 0-3 group 0, 4-7 group 1); groups count on across items.
+    Raises ValueError for anything else.
     """
     entries = [_parse_entry(item, text) for item in text.split(",")]
-    total = sum(count for count, _ in entries)
+    total = sum(count for count, _, _ in entries)
     if total > MAX_FAKE_GPUS:
         raise ValueError(
             f"too many fake GPUs: {total} declared in {text!r}, at most {MAX_FAKE_GPUS}"
         )
-    types = [gpu_type for count, gpu_type in entries for _ in range(count)]
-    return tuple(_fake_gpu(node, index, gpu_type) for index, gpu_type in enumerate(types))
+    types = [gpu_type for count, gpu_type, _ in entries for _ in range(count)]
+    groups = _fake_groups(entries)
+    return tuple(
+        _fake_gpu(node, index, gpu_type, group)
+        for index, (gpu_type, group) in enumerate(zip(types, groups, strict=True))
+    )
 
 
-def _parse_entry(item: str, text: str) -> tuple[int, str]:
+def _fake_groups(entries: Iterable[tuple[int, str, int]]) -> list[int]:
+    """The topology group of each declared GPU: islands of `island` GPUs, item after item."""
+    groups: list[int] = []
+    first = 0
+    for count, _, island in entries:
+        groups.extend(first + offset // island for offset in range(count))
+        first += count // island
+    return groups
+
+
+def _parse_entry(item: str, text: str) -> tuple[int, str, int]:
     item = item.strip()
     match = _COUNT_X_TYPE.fullmatch(item) or _TYPE_COLON_COUNT.fullmatch(item)
     if match is None:
@@ -82,7 +107,17 @@ def _parse_entry(item: str, text: str) -> tuple[int, str]:
     count = int(match["count"])
     if count < 1:
         raise ValueError(f"bad fake GPU list {text!r}: count must be at least 1, got {item!r}")
-    return count, match["type"].upper()
+    island = count if match["island"] is None else int(match["island"])
+    if island < 1:
+        raise ValueError(
+            f"bad fake GPU list {text!r}: island size after @ must be at least 1, got {item!r}"
+        )
+    if count % island:
+        raise ValueError(
+            f"bad fake GPU list {text!r}: count {count} is not a multiple of island size"
+            f" {island} in {item!r}"
+        )
+    return count, match["type"].upper(), island
 
 
 def memory_mb_for_type(gpu_type: str) -> int:
@@ -105,7 +140,7 @@ def fake_uuid(node: str, index: int) -> str:
     return f"GPU-fake-{safe_node}-{index:04d}"
 
 
-def _fake_gpu(node: str, index: int, gpu_type: str) -> GpuDevice:
+def _fake_gpu(node: str, index: int, gpu_type: str, group: int) -> GpuDevice:
     return GpuDevice(
         index=index,
         uuid=fake_uuid(node, index),
@@ -113,6 +148,7 @@ def _fake_gpu(node: str, index: int, gpu_type: str) -> GpuDevice:
         memory_mb=memory_mb_for_type(gpu_type),
         fake=True,
         minor=None,
+        topology_group=group,
     )
 
 
@@ -132,7 +168,8 @@ def _text(value: str | bytes) -> str:
 def discover_nvml_gpus() -> tuple[GpuDevice, ...]:
     """The GPUs the NVIDIA driver reports, or `()` where there is no NVML library or driver.
 
-    A device whose queries fail (fallen off the bus, ...) is left out with a warning.
+    A device whose queries fail (fallen off the bus, ...) is left out with a warning. Topology
+    groups are None when NVML cannot answer the topology queries.
     """
     try:
         pynvml.nvmlInit()
@@ -149,17 +186,21 @@ def discover_nvml_gpus() -> tuple[GpuDevice, ...]:
 
 
 def _nvml_devices() -> tuple[GpuDevice, ...]:
-    devices = []
+    devices, handles = [], []
     for index in range(pynvml.nvmlDeviceGetCount()):
         try:
-            devices.append(_nvml_device(index))
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            devices.append(_nvml_device(index, handle))
+            handles.append(handle)
         except pynvml.NVMLError as e:
             log.warning("NVML GPU %d left out: %s", index, e)
-    return tuple(devices)
+    groups = _nvml_topology_groups(handles)
+    if groups is None:
+        return tuple(devices)
+    return tuple(replace(d, topology_group=g) for d, g in zip(devices, groups, strict=True))
 
 
-def _nvml_device(index: int) -> GpuDevice:
-    handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+def _nvml_device(index: int, handle: object) -> GpuDevice:
     return GpuDevice(
         index=index,
         uuid=_text(pynvml.nvmlDeviceGetUUID(handle)),
@@ -175,6 +216,46 @@ def _nvml_minor(handle: object) -> int | None:
         return int(pynvml.nvmlDeviceGetMinorNumber(handle))
     except pynvml.NVMLError_NotSupported:
         return None
+
+
+def _nvml_topology_groups(handles: list[object]) -> list[int] | None:
+    """The island of each device (handles in index order), or None where NVML cannot tell."""
+    try:
+        links = [
+            (i, j)
+            for i, j in itertools.combinations(range(len(handles)), 2)
+            if _nvml_same_island(handles[i], handles[j])
+        ]
+    except pynvml.NVMLError as e:
+        log.info("GPU topology unknown, no topology groups: %s", e)
+        return None
+    return _connected_components(len(handles), links)
+
+
+def _nvml_same_island(first: object, second: object) -> bool:
+    """NVLink peers, or GPUs under one PCIe switch (or several, but no host bridge)."""
+    nvlink = pynvml.nvmlDeviceGetP2PStatus(first, second, pynvml.NVML_P2P_CAPS_INDEX_NVLINK)
+    if nvlink == pynvml.NVML_P2P_STATUS_OK:
+        return True
+    ancestor = pynvml.nvmlDeviceGetTopologyCommonAncestor(first, second)
+    return ancestor <= pynvml.NVML_TOPOLOGY_MULTIPLE
+
+
+def _connected_components(count: int, links: Iterable[tuple[int, int]]) -> list[int]:
+    """Component of each of `count` nodes joined by `links`, numbered 0.. by lowest member."""
+    parent = list(range(count))
+
+    def root(node: int) -> int:
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for a, b in links:
+        low, high = sorted((root(a), root(b)))
+        parent[high] = low
+    numbers: dict[int, int] = {}
+    return [numbers.setdefault(root(node), len(numbers)) for node in range(count)]
 
 
 def _nvml_shutdown() -> None:
