@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from gpuyard.model import GpuDevice, JobDemand, Node, Resources, TaskDemand, TaskPlacement
+from gpuyard.model import (
+    FlavorQuota,
+    GpuDevice,
+    JobDemand,
+    Node,
+    Resources,
+    RunningJob,
+    TaskDemand,
+    TaskPlacement,
+    Tenant,
+)
 
 
 def make_node(
@@ -11,9 +21,20 @@ def make_node(
     gpu_type: str = "A100-80GB",
     cpu: float = 32,
     memory_mb: int = 256_000,
+    groups: int = 1,
 ) -> Node:
+    """A node of `gpus` fake GPUs; `groups` > 1 splits them into that many NVLink groups."""
+    per_group = max(1, gpus // max(1, groups))
     devs = tuple(
-        GpuDevice(i, f"GPU-fake-{name}-{i}", gpu_type, 81920, fake=True) for i in range(gpus)
+        GpuDevice(
+            i,
+            f"GPU-fake-{name}-{i}",
+            gpu_type,
+            81920,
+            fake=True,
+            topology_group=i // per_group if groups > 1 else None,
+        )
+        for i in range(gpus)
     )
     return Node(name, round(cpu * 1000), memory_mb, devs)
 
@@ -29,15 +50,75 @@ def make_job(
     gpu_type: str | None = None,
     tenant: str = "default",
     role: str = "worker",
+    owner: str | None = None,
+    submitted_at: float | None = None,
+    attained_gpu_s: float = 0.0,
+    max_runtime_s: int | None = None,
 ) -> JobDemand:
     demands = tuple(
         TaskDemand(role, i, Resources.of(cpu, memory_mb, gpus), gpu_type) for i in range(tasks)
     )
     order = seq if seq is not None else int("".join(c for c in job_id if c.isdigit()) or 0)
-    return JobDemand(job_id, tenant, priority, order, demands)
+    return JobDemand(
+        job_id,
+        tenant,
+        priority,
+        order,
+        demands,
+        owner=owner,
+        submitted_at=float(order) if submitted_at is None else submitted_at,
+        attained_gpu_s=attained_gpu_s,
+        max_runtime_s=max_runtime_s,
+    )
 
 
 def held(node: str, *gpu_indices: int, cpu: float = 1, memory_mb: int = 1024) -> TaskPlacement:
     return TaskPlacement(
         "worker", 0, node, tuple(gpu_indices), Resources.of(cpu, memory_mb, len(gpu_indices))
+    )
+
+
+def make_tenant(
+    name: str,
+    gpus: int = 0,
+    flavor: str = "A100-80GB",
+    borrowing_limit: int | None = None,
+    lending_limit: int | None = None,
+    **settings,
+) -> Tenant:
+    """A tenant guaranteed `gpus` GPUs of `flavor`; `settings` are other `Tenant` fields."""
+    quotas = (
+        (FlavorQuota(flavor, gpus, borrowing_limit, lending_limit),)
+        if gpus or borrowing_limit is not None or lending_limit is not None
+        else ()
+    )
+    return Tenant(name, quotas=quotas, **settings)
+
+
+def make_running(
+    job_id: str,
+    tenant: str,
+    node: str,
+    *gpu_indices: int,
+    borrowed: int = 0,
+    flavor: str = "A100-80GB",
+    priority: int = 0,
+    started_at: float = 0.0,
+    max_runtime_s: int | None = None,
+    owner: str | None = None,
+    terminating: bool = False,
+    cpu: float = 1,
+    memory_mb: int = 1024,
+) -> RunningJob:
+    """A one-task running job on `node` holding `gpu_indices`, borrowing `borrowed` GPUs."""
+    return RunningJob(
+        job_id,
+        tenant,
+        (held(node, *gpu_indices, cpu=cpu, memory_mb=memory_mb),),
+        started_at,
+        priority=priority,
+        owner=owner,
+        borrowed=((flavor, borrowed),) if borrowed else (),
+        max_runtime_s=max_runtime_s,
+        terminating=terminating,
     )

@@ -4,6 +4,7 @@ from gpuyard.model.clock import Clock, ManualClock, SystemClock
 from gpuyard.model.demand import JobDemand, TaskDemand
 from gpuyard.model.placement import JobPlacement, TaskPlacement
 from gpuyard.model.resources import GpuDevice, Node, Resources, gpu_type_matches
+from gpuyard.model.running import RunningJob, TenantUsage
 from gpuyard.model.states import (
     JOB_TRANSITIONS,
     FailureClass,
@@ -20,6 +21,8 @@ __all__ = [
     "BudgetPeriod",
     "FlavorQuota",
     "QueuePolicy",
+    "RunningJob",
+    "TenantUsage",
     "Tenant",
     "JOB_TRANSITIONS",
     "Clock",

@@ -17,13 +17,22 @@ class TaskDemand:
 
 @dataclass(frozen=True, slots=True)
 class JobDemand:
-    """A job waiting for placement. `seq` is the submission order (ties broken by it)."""
+    """A job waiting for placement. `seq` is the submission order (ties broken by it).
+
+    `submitted_at`: when this attempt entered the queue (aging and FIFO use it).
+    `attained_gpu_s`: GPU-seconds the job received in its earlier attempts (LAS uses it).
+    `max_runtime_s`: the spec's maxRuntime, None when unlimited.
+    """
 
     job_id: str
     tenant: str
     priority: int
     seq: int
     tasks: tuple[TaskDemand, ...]
+    owner: str | None = None
+    submitted_at: float = 0.0
+    attained_gpu_s: float = 0.0
+    max_runtime_s: int | None = None
 
     @property
     def total(self) -> Resources:

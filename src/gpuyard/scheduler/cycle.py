@@ -17,13 +17,14 @@ never run on this cluster (too big, unknown GPU type) does not block the queue.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gpuyard.model import JobDemand, JobPlacement, Node, TaskPlacement
 from gpuyard.scheduler.placement import explain_no_fit, place_job
 from gpuyard.scheduler.reasons import PendingCode, PendingReason
 from gpuyard.scheduler.snapshot import ClusterSnapshot
+from gpuyard.scheduler.view import Admission, Preemption
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +36,14 @@ class CycleStats:
 
 @dataclass(frozen=True, slots=True)
 class CycleResult:
+    """What a cycle decided. `admissions[i]` says how `admit[i]` was admitted (guaranteed or
+    opportunistic); `preempt` lists the running jobs to stop (none from v1 `schedule`)."""
+
     admit: tuple[JobPlacement, ...] = ()
-    preempt: tuple[str, ...] = ()  # job ids to preempt (none in v1)
-    pending_reasons: dict[str, PendingReason] = field(default_factory=dict)
+    preempt: tuple[Preemption, ...] = ()
+    pending_reasons: Mapping[str, PendingReason] = field(default_factory=dict)
     stats: CycleStats = CycleStats()
+    admissions: tuple[Admission, ...] = ()
 
 
 def queue_order(job: JobDemand) -> tuple[int, int]:
@@ -52,6 +57,7 @@ def schedule(
 ) -> CycleResult:
     # 1. heads: every queued job, in queue order.
     heads = sorted(queued, key=queue_order)
+    job_tenant = {j.job_id: j.tenant for j in heads}
     # 2. snapshot: what is free once the running jobs are charged.
     snapshot = ClusterSnapshot(nodes, held)
     # 3. nominate: jobs that can never run here are set aside with their reason.
@@ -73,7 +79,8 @@ def schedule(
         else:
             pending[job.job_id] = _behind(blocker, job)
     stats = CycleStats(len(heads), len(admit), len(heads) - len(nominated))
-    return CycleResult(tuple(admit), (), pending, stats)
+    admissions = tuple(Admission(p.job_id, job_tenant[p.job_id]) for p in admit)
+    return CycleResult(tuple(admit), (), pending, stats, admissions)
 
 
 def _nominate(

@@ -1,8 +1,13 @@
 """The cluster as the scheduler sees it during one cycle: what is free on each node.
 
 A `ClusterSnapshot` is built from the nodes and the placements that hold resources. The
-scheduler charges it as it admits jobs (`assume`), and every charge returns a function that
-undoes it, so what-if placements (gang tries, later preemption) cost no copies.
+scheduler charges it as it admits jobs (`assume`) and releases what preemption victims hold
+(`release`); every change returns a function that undoes it, so what-if placements (gang
+tries, victim removal) cost no copies.
+
+For speed it keeps an index: for each GPU flavor (the GPU type as nodes report it) and for
+all GPUs together (`ANY`), the schedulable nodes bucketed by how many such GPUs they have
+free. Best-fit is then a walk up the buckets from the size asked, not a scan of every node.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from dataclasses import dataclass, field
 from gpuyard.model import JobPlacement, Node, Resources, TaskPlacement
 
 Undo = Callable[[], None]
+ANY = "*"  # index key: free GPUs of any flavor
 
 
 @dataclass(slots=True)
@@ -23,6 +29,9 @@ class NodeFree:
     cpu_milli: int
     memory_mb: int
     free_gpus: set[int] = field(default_factory=set)
+    flavor_of: dict[int, str] = field(default_factory=dict)  # healthy GPU index → flavor
+    group_of: dict[int, int | None] = field(default_factory=dict)  # GPU → topology group
+    free_by_flavor: dict[str, int] = field(default_factory=dict)
 
     @property
     def free(self) -> Resources:
@@ -32,9 +41,14 @@ class NodeFree:
 class ClusterSnapshot:
     def __init__(self, nodes: Iterable[Node], held: Iterable[TaskPlacement] = ()) -> None:
         self.nodes: dict[str, NodeFree] = {}
+        self.buckets: dict[str, list[dict[str, None]]] = {}
+        self.capacity_by_flavor: dict[str, int] = {}
+        self.free_by_flavor: dict[str, int] = {}
+        self.capacity = Resources()
         for n in sorted(nodes, key=lambda n: n.name):
-            usable = {g.index for g in n.gpus if g.healthy}
-            self.nodes[n.name] = NodeFree(n, n.cpu_milli, n.memory_mb, usable)
+            self._add_node(n)
+        self.free_cpu_milli = self.capacity.cpu_milli
+        self.free_memory_mb = self.capacity.memory_mb
         for t in held:
             if t.node in self.nodes:
                 self._charge(t)
@@ -42,27 +56,96 @@ class ClusterSnapshot:
     def schedulable(self) -> list[NodeFree]:
         return [nf for nf in self.nodes.values() if nf.node.schedulable]
 
+    @property
+    def flavors(self) -> list[str]:
+        return sorted(self.capacity_by_flavor)
+
     def assume_task(self, t: TaskPlacement) -> Undo:
         self._charge(t)
         return lambda: self._refund(t)
 
     def assume(self, placement: JobPlacement) -> Undo:
-        undos = [self.assume_task(t) for t in placement.tasks]
+        return self.assume_tasks(placement.tasks)
 
-        def undo() -> None:
-            for u in reversed(undos):
-                u()
+    def assume_tasks(self, tasks: Iterable[TaskPlacement]) -> Undo:
+        tasks = tuple(tasks)
+        for t in tasks:
+            self._charge(t)
+        return lambda: self.release_tasks(tasks)
 
-        return undo
+    def release_tasks(self, tasks: Iterable[TaskPlacement]) -> Undo:
+        """Give back what `tasks` hold (a finished job, or a what-if preemption victim)."""
+        tasks = tuple(tasks)
+        for t in tasks:
+            self._refund(t)
+        return lambda: self._recharge(tasks)
+
+    def _recharge(self, tasks: tuple[TaskPlacement, ...]) -> None:
+        for t in tasks:
+            self._charge(t)
+
+    def _add_node(self, n: Node) -> None:
+        usable = {g.index for g in n.gpus if g.healthy}
+        nf = NodeFree(n, n.cpu_milli, n.memory_mb, usable)
+        for g in n.gpus:
+            if g.healthy:
+                nf.flavor_of[g.index] = g.type
+                nf.group_of[g.index] = g.topology_group
+                nf.free_by_flavor[g.type] = nf.free_by_flavor.get(g.type, 0) + 1
+        self.nodes[n.name] = nf
+        if not n.schedulable:
+            return
+        self.capacity = self.capacity + Resources(n.cpu_milli, n.memory_mb, len(usable))
+        for flavor, count in nf.free_by_flavor.items():
+            self.capacity_by_flavor[flavor] = self.capacity_by_flavor.get(flavor, 0) + count
+            self.free_by_flavor[flavor] = self.free_by_flavor.get(flavor, 0) + count
+            self._bucket(flavor, count)[n.name] = None
+        self._bucket(ANY, len(usable))[n.name] = None
+
+    def _bucket(self, key: str, count: int) -> dict[str, None]:
+        buckets = self.buckets.setdefault(key, [])
+        while len(buckets) <= count:
+            buckets.append({})
+        return buckets[count]
 
     def _charge(self, t: TaskPlacement) -> None:
         nf = self.nodes[t.node]
-        nf.cpu_milli -= t.resources.cpu_milli
-        nf.memory_mb -= t.resources.memory_mb
-        nf.free_gpus.difference_update(t.gpu_indices)
+        taken = [i for i in t.gpu_indices if i in nf.free_gpus]
+        self._account(nf, -t.resources.cpu_milli, -t.resources.memory_mb)
+        if taken:
+            self._move(nf, taken, -1)
+            nf.free_gpus.difference_update(taken)
 
     def _refund(self, t: TaskPlacement) -> None:
         nf = self.nodes[t.node]
-        nf.cpu_milli += t.resources.cpu_milli
-        nf.memory_mb += t.resources.memory_mb
-        nf.free_gpus.update(t.gpu_indices)
+        given = [i for i in t.gpu_indices if i in nf.flavor_of and i not in nf.free_gpus]
+        self._account(nf, t.resources.cpu_milli, t.resources.memory_mb)
+        if given:
+            self._move(nf, given, +1)
+            nf.free_gpus.update(given)
+
+    def _account(self, nf: NodeFree, cpu_milli: int, memory_mb: int) -> None:
+        nf.cpu_milli += cpu_milli
+        nf.memory_mb += memory_mb
+        if nf.node.schedulable:
+            self.free_cpu_milli += cpu_milli
+            self.free_memory_mb += memory_mb
+
+    def _move(self, nf: NodeFree, gpus: list[int], sign: int) -> None:
+        """Re-bucket `nf` after `gpus` become free (+1) or taken (-1)."""
+        per_flavor: dict[str, int] = {}
+        for i in gpus:
+            flavor = nf.flavor_of[i]
+            per_flavor[flavor] = per_flavor.get(flavor, 0) + sign
+        indexed, name = nf.node.schedulable, nf.node.name
+        for flavor, delta in per_flavor.items():
+            before = nf.free_by_flavor[flavor]
+            nf.free_by_flavor[flavor] = before + delta
+            if indexed:
+                self.free_by_flavor[flavor] += delta
+                del self.buckets[flavor][before][name]
+                self.buckets[flavor][before + delta][name] = None
+        if indexed:
+            before = len(nf.free_gpus)
+            del self.buckets[ANY][before][name]
+            self.buckets[ANY][before + sign * len(gpus)][name] = None

@@ -1,0 +1,55 @@
+"""What the scheduler needs to know of a running job and of a tenant's consumption.
+
+`RunningJob` is the running side of `JobDemand`: where its tasks are, since when, and how it
+was admitted (`borrowed`: per resource, how much it took beyond its tenant's guarantee; empty
+for a guaranteed job). `TenantUsage` is a tenant's GPU-hours in the current budget period.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuyard.model.placement import TaskPlacement
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    """A job that holds resources (bound, starting, running or stopping).
+
+    `terminating`: a stop (preemption, cancel, timeout) was already sent; its resources will
+    come back within its grace period. `preemptible=False` protects it from any preemption.
+    """
+
+    job_id: str
+    tenant: str
+    placements: tuple[TaskPlacement, ...]
+    started_at: float
+    priority: int = 0
+    owner: str | None = None
+    borrowed: tuple[tuple[str, int], ...] = ()
+    max_runtime_s: int | None = None
+    preemptible: bool = True
+    terminating: bool = False
+
+    @property
+    def opportunistic(self) -> bool:
+        return any(amount > 0 for _, amount in self.borrowed)
+
+    @property
+    def gpus(self) -> int:
+        return sum(len(t.gpu_indices) for t in self.placements)
+
+    @property
+    def deadline(self) -> float | None:
+        """When maxRuntime ends it at the latest; None without a maxRuntime."""
+        if self.max_runtime_s is None:
+            return None
+        return self.started_at + self.max_runtime_s
+
+
+@dataclass(frozen=True, slots=True)
+class TenantUsage:
+    """GPU-hours a tenant used in its current budget period, and when that period ends."""
+
+    gpu_hours: float = 0.0
+    period_ends_at: float | None = None

@@ -1,0 +1,127 @@
+"""Sentences for waiting jobs: what blocks them, who holds the capacity, when they may start.
+
+`estimate_start` works on the snapshot: it releases the running jobs in the order of their
+deadlines (start + maxRuntime) until the job fits, and answers the deadline of the last one
+released. It answers None when the job still does not fit once every job with a deadline is
+released (a job without maxRuntime holds what it needs) or the release budget is spent. It
+ignores other queued jobs that may start first: an estimate, not a promise.
+"""
+
+from __future__ import annotations
+
+from gpuyard.model import JobDemand, RunningJob
+from gpuyard.scheduler.packing import place_gang
+from gpuyard.scheduler.quota import CPU, MEMORY, QuotaBook
+from gpuyard.scheduler.reasons import PendingCode, PendingReason, ordinal
+from gpuyard.scheduler.snapshot import Undo
+from gpuyard.scheduler.state import ClusterState
+
+MAX_HOLDERS = 4
+
+
+def holders(book: QuotaBook, key: str) -> str:
+    """`vision 24 (8 borrowed), nlp 8`: the biggest users of `key`, with what they borrow."""
+    users = sorted(
+        ((used.get(key, 0), tenant) for tenant, used in book.used.items() if used.get(key, 0)),
+        reverse=True,
+    )
+    parts = []
+    for amount, tenant in users[:MAX_HOLDERS]:
+        borrowed = book.borrowing(tenant, key)
+        parts.append(f"{tenant} {amount}" + (f" ({borrowed} borrowed)" if borrowed else ""))
+    if len(users) > MAX_HOLDERS:
+        parts.append(f"{len(users) - MAX_HOLDERS} more")
+    return ", ".join(parts) or "nobody"
+
+
+def capacity_reason(state: ClusterState, job: JobDemand, flavor: str | None) -> PendingReason:
+    """Fragmented (enough free in total, not where the gang needs it) or Insufficient."""
+    total, snap = job.total, state.snapshot
+    free_gpus = state.free(flavor) if flavor else 0
+    enough = (
+        free_gpus >= total.gpus
+        and snap.free_cpu_milli >= total.cpu_milli
+        and snap.free_memory_mb >= total.memory_mb
+    )
+    what = _what(job, flavor)
+    if enough:
+        return PendingReason(
+            PendingCode.FRAGMENTED,
+            f"needs {what}; {free_gpus} GPUs are free in total but scattered: at most "
+            f"{_largest_hole(state, flavor)} free on one node",
+        )
+    key = (
+        flavor
+        if total.gpus and flavor
+        else (CPU if total.cpu_milli > snap.free_cpu_milli else MEMORY)
+    )
+    free_words = f"{free_gpus} free" if total.gpus else "not enough CPU or memory free"
+    return PendingReason(
+        PendingCode.INSUFFICIENT,
+        f"needs {what}; {free_words}; held by {holders(state.book, key)}",
+    )
+
+
+def _what(job: JobDemand, flavor: str | None) -> str:
+    total = job.total
+    tasks = len(job.tasks)
+    gpus = f"{total.gpus} {flavor} GPUs" if total.gpus else f"{total.cpu:g} CPUs"
+    return gpus + (f" as {tasks} tasks" if tasks > 1 else "")
+
+
+def _largest_hole(state: ClusterState, flavor: str | None) -> int:
+    buckets = state.snapshot.buckets.get(flavor or "*", [])
+    return max((n for n, names in enumerate(buckets) if names), default=0)
+
+
+def deadlines(running: list[RunningJob]) -> list[tuple[float, str]]:
+    out = [(r.deadline, r.job_id) for r in running if r.deadline is not None]
+    out.sort()
+    return out
+
+
+def estimate_start(
+    state: ClusterState,
+    by_deadline: list[tuple[float, str]],
+    job: JobDemand,
+    flavor: str | None,
+    now: float,
+    max_releases: int,
+) -> float | None:
+    need = job.total
+    undos: list[Undo] = []
+    try:
+        for deadline, job_id in by_deadline:
+            if len(undos) >= max_releases:
+                return None
+            if job_id not in state.charged:
+                continue
+            undos.append(state.remove(job_id))
+            if flavor and state.free(flavor) < need.gpus:
+                continue
+            if place_gang(state.snapshot, job, flavor) is not None:
+                return max(now, deadline)
+        return None
+    finally:
+        for undo in reversed(undos):
+            undo()
+
+
+def placed_in_queue(
+    reason: PendingReason, position: int, length: int, tenant: str
+) -> PendingReason:
+    eta = reason.estimated_start
+    return PendingReason(
+        reason.code,
+        f"{reason.message} ({ordinal(position)} of {length} in tenant {tenant})",
+        position,
+        length,
+        eta,
+    )
+
+
+def behind(head: JobDemand, head_reason: PendingReason) -> PendingReason:
+    return PendingReason(
+        PendingCode.BEHIND,
+        f"waiting for job {head.job_id} ahead of it in the queue ({head_reason.code})",
+    )

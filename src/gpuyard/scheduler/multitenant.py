@@ -1,0 +1,98 @@
+"""The multi-tenant scheduling cycle: quotas, borrowing, reclaim, fair share, limits, reasons.
+
+`Scheduler().cycle(view)` is a pure function of `view` as far as its result goes; the object
+keeps caches between cycles (the synced snapshot, sorted tenant queues, per-shape fit results,
+parked tenants), never truth. It reads as its phases:
+
+1. heads    — each tenant's queue in its order; a tenant's head is its first job that may be
+              considered now (jobs that can never run, or whose user is at a limit, are set
+              aside with their reason and do not block the others);
+2. snapshot — free capacity and quota usage, in step with the running jobs;
+3. nominate — each tenant's head;
+4. order    — tenants by weighted dominant share, lowest first (then head priority, age);
+5. admit    — the lowest-share tenant's head starts if quota and placement allow, and the
+              tenant's next job becomes its head; a head that cannot start may reclaim
+              (preempt borrowers), and otherwise blocks its tenant for this cycle (strict
+              per-tenant order, so big jobs are not starved by small ones of their tenant);
+6. requeue  — every job not admitted gets a reason, its position and, when known, an
+              estimated start.
+
+Parking (Kueue): a tenant whose head could not start is not re-examined while nothing that
+could help it changed — same head, same nodes and tenants, no resource it can use released.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from gpuyard.model import JobPlacement
+from gpuyard.scheduler.cycle import CycleResult, CycleStats
+from gpuyard.scheduler.fits import ShapeFits
+from gpuyard.scheduler.order import TenantQueues
+from gpuyard.scheduler.reasons import PendingReason
+from gpuyard.scheduler.round import Round
+from gpuyard.scheduler.state import ClusterState
+from gpuyard.scheduler.view import ClusterView, SchedulerConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Parked:
+    head: str
+    wake_on: frozenset[str]
+    aged: bool
+    reason: PendingReason
+
+
+class Scheduler:
+    def __init__(self, config: SchedulerConfig | None = None) -> None:
+        self.config = config or SchedulerConfig()
+        self._state = ClusterState()
+        self._queues = TenantQueues(self.config)
+        self._fits = ShapeFits()
+        self._parked: dict[str, Parked] = {}
+
+    def cycle(self, view: ClusterView) -> CycleResult:
+        # 1. heads: each tenant's queue, in order (re-sorted only where it changed).
+        queues = self._queues.sync(view.queued, view.tenants, view.now)
+        # 2. snapshot: what is free and who uses what, synced with the running jobs.
+        self._state.sync(view.nodes, view.tenants, view.running)
+        self._fits.sync(view.nodes, self._state.rebuilt)
+        self._unpark_changed()
+        rnd = Round(view, self.config, self._state, self._queues.jobs, queues, self._fits)
+        # 3. nominate: the first job of each tenant that may be considered now.
+        heap = [rnd.order_key(t) for t in queues if rnd.advance(t)]
+        # 4. order: tenants by weighted dominant share, lowest first.
+        heapq.heapify(heap)
+        # 5. admit: the head of the lowest-share tenant, until every tenant is done or blocked.
+        while heap:
+            tenant = heapq.heappop(heap)[-1]
+            if self._admit_head(rnd, tenant) and rnd.advance(tenant):
+                heapq.heappush(heap, rnd.order_key(tenant))
+        # 6. requeue: every job not admitted gets its reason, position and estimate.
+        return rnd.result(CycleStats(len(view.queued), len(rnd.admitted), rnd.set_aside))
+
+    def _admit_head(self, rnd: Round, tenant: str) -> bool:
+        head = rnd.head(tenant)
+        parked = self._parked.get(tenant)
+        if parked and parked.head == head.job_id and parked.aged == rnd.aged(head):
+            rnd.block(tenant, parked.reason)
+            return False
+        outcome = rnd.try_admit(tenant, head)
+        if isinstance(outcome, JobPlacement):
+            self._parked.pop(tenant, None)
+            return True
+        if outcome.parkable:
+            self._parked[tenant] = Parked(
+                head.job_id, outcome.wake_on, rnd.aged(head), outcome.reason
+            )
+        else:
+            self._parked.pop(tenant, None)
+        return False
+
+    def _unpark_changed(self) -> None:
+        if self._state.rebuilt:
+            self._parked.clear()
+            return
+        released = self._state.released
+        self._parked = {t: p for t, p in self._parked.items() if not (p.wake_on & released)}

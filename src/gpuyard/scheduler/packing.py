@@ -1,0 +1,135 @@
+"""Gang placement on the indexed snapshot: every task placed, or none.
+
+Rules, in order:
+- one flavor per job: all its GPUs are of the flavor the caller chose;
+- fewest nodes: a multi-task job first tries to fit on one node, then places its tasks
+  biggest first, each on a node the job already uses when one has room;
+- best-fit: otherwise a task goes to the node with the fewest free GPUs of the flavor that
+  can hold it (walking the snapshot's buckets up from the size asked), so partly used nodes
+  fill up and whole empty nodes stay free for big jobs. A task without GPUs prefers nodes
+  with no free GPU at all;
+- topology: inside a node a multi-GPU task takes GPUs of one NVLink/PCIe group, the
+  smallest group that holds it; failing that, as few groups as possible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gpuyard.model import JobDemand, JobPlacement, Resources, TaskDemand, TaskPlacement
+from gpuyard.scheduler.snapshot import ANY, ClusterSnapshot, NodeFree, Undo
+
+
+def place_gang(
+    snapshot: ClusterSnapshot, job: JobDemand, flavor: str | None
+) -> JobPlacement | None:
+    """Place all tasks of `job` on GPUs of `flavor`, leaving the snapshot unchanged."""
+    tasks = sorted(job.tasks, key=_size_key)
+    placed = _on_one_node(snapshot, tasks, flavor) if len(tasks) > 1 else None
+    if placed is None:
+        placed = _task_by_task(snapshot, tasks, flavor)
+    if placed is None:
+        return None
+    roles = {role: n for n, role in enumerate(dict.fromkeys(t.role for t in job.tasks))}
+    placed.sort(key=lambda t: (roles[t.role], t.index))
+    return JobPlacement(job.job_id, tuple(placed))
+
+
+def _on_one_node(
+    snapshot: ClusterSnapshot, tasks: list[TaskDemand], flavor: str | None
+) -> list[TaskPlacement] | None:
+    total = sum((t.resources for t in tasks), Resources())
+    nf = _best_node(snapshot, total, flavor)
+    if nf is None:
+        return None
+    return _place_all(snapshot, tasks, flavor, [nf], use_index=False)
+
+
+def _task_by_task(
+    snapshot: ClusterSnapshot, tasks: list[TaskDemand], flavor: str | None
+) -> list[TaskPlacement] | None:
+    return _place_all(snapshot, tasks, flavor, [], use_index=True)
+
+
+def _place_all(
+    snapshot: ClusterSnapshot,
+    tasks: list[TaskDemand],
+    flavor: str | None,
+    used: list[NodeFree],
+    use_index: bool,
+) -> list[TaskPlacement] | None:
+    undos: list[Undo] = []
+    placed: list[TaskPlacement] = []
+    try:
+        for task in tasks:
+            nf = _best_among(used, task.resources, flavor)
+            if nf is None and use_index:
+                nf = _best_node(snapshot, task.resources, flavor)
+                if nf is not None:
+                    used.append(nf)
+            if nf is None:
+                return None
+            tp = TaskPlacement(
+                task.role, task.index, nf.node.name, _choose_gpus(nf, task, flavor), task.resources
+            )
+            placed.append(tp)
+            undos.append(snapshot.assume_task(tp))
+    finally:
+        for undo in reversed(undos):
+            undo()
+    return placed
+
+
+def _best_node(snapshot: ClusterSnapshot, need: Resources, flavor: str | None) -> NodeFree | None:
+    """The schedulable node with the fewest free GPUs (of `flavor`) that holds `need`."""
+    buckets = snapshot.buckets.get(flavor if need.gpus and flavor else ANY, ())
+    for count in range(need.gpus, len(buckets)):
+        for name in buckets[count]:
+            nf = snapshot.nodes[name]
+            if nf.cpu_milli >= need.cpu_milli and nf.memory_mb >= need.memory_mb:
+                return nf
+    return None
+
+
+def _best_among(used: Iterable[NodeFree], need: Resources, flavor: str | None) -> NodeFree | None:
+    best: NodeFree | None = None
+    for nf in used:
+        free = _free_count(nf, flavor, need.gpus)
+        if free < need.gpus or nf.cpu_milli < need.cpu_milli or nf.memory_mb < need.memory_mb:
+            continue
+        if best is None or free < _free_count(best, flavor, need.gpus):
+            best = nf
+    return best
+
+
+def _free_count(nf: NodeFree, flavor: str | None, gpus: int) -> int:
+    if gpus and flavor:
+        return nf.free_by_flavor.get(flavor, 0)
+    return len(nf.free_gpus)
+
+
+def _choose_gpus(nf: NodeFree, task: TaskDemand, flavor: str | None) -> tuple[int, ...]:
+    """`need` GPUs of `flavor` on `nf`: inside one topology group when one holds them."""
+    need = task.resources.gpus
+    if need == 0:
+        return ()
+    free = sorted(i for i in nf.free_gpus if flavor is None or nf.flavor_of[i] == flavor)
+    groups: dict[int | None, list[int]] = {}
+    for i in free:
+        groups.setdefault(nf.group_of[i], []).append(i)
+    if len(groups) == 1:
+        return tuple(free[:need])
+    holding = [g for g in groups.values() if len(g) >= need]
+    if holding:
+        return tuple(min(holding, key=lambda g: (len(g), g[0]))[:need])
+    chosen: list[int] = []
+    for group in sorted(groups.values(), key=lambda g: (-len(g), g[0])):
+        chosen.extend(group[: need - len(chosen)])
+        if len(chosen) == need:
+            break
+    return tuple(sorted(chosen))
+
+
+def _size_key(task: TaskDemand) -> tuple[int, int, int, str, int]:
+    r = task.resources
+    return (-r.gpus, -r.cpu_milli, -r.memory_mb, task.role, task.index)

@@ -1,0 +1,314 @@
+"""The work of one multi-tenant cycle: cursors over tenant queues, admissions, preemptions,
+reservations for aged jobs, and the reasons of the jobs that wait. See `multitenant.py`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from gpuyard.model import JobDemand, JobPlacement, RunningJob, Tenant
+from gpuyard.scheduler.cycle import CycleResult, CycleStats
+from gpuyard.scheduler.explain import capacity_reason, deadlines, estimate_start
+from gpuyard.scheduler.fits import ShapeFits, matching_flavors
+from gpuyard.scheduler.limits import UserLimits, budget_refusal
+from gpuyard.scheduler.order import Entry, is_aged
+from gpuyard.scheduler.packing import place_gang
+from gpuyard.scheduler.pending import PendingReasons
+from gpuyard.scheduler.preempt import candidates, find_victims
+from gpuyard.scheduler.quota import CPU, MEMORY, QuotaVerdict, job_usage
+from gpuyard.scheduler.reasons import PendingCode, PendingReason
+from gpuyard.scheduler.state import ClusterState
+from gpuyard.scheduler.view import Admission, ClusterView, Preemption, SchedulerConfig
+
+ALL_WAKE = frozenset({CPU, MEMORY})
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """A head that cannot start now; `parkable` when only a release in `wake_on` can help."""
+
+    reason: PendingReason
+    parkable: bool = False
+    wake_on: frozenset[str] = field(default_factory=frozenset)
+
+
+class Round:
+    def __init__(
+        self,
+        view: ClusterView,
+        config: SchedulerConfig,
+        state: ClusterState,
+        jobs: Mapping[str, JobDemand],
+        queues: Mapping[str, list[Entry]],
+        fits: ShapeFits,
+    ) -> None:
+        self.view, self.config, self.state, self.jobs = view, config, state, jobs
+        self.queues, self.fits = queues, fits
+        self.cursor: dict[str, int] = {}
+        self.reasons: dict[str, PendingReason] = {}
+        self.blocked: dict[str, PendingReason] = {}  # tenant → why its whole queue waits
+        self.admitted: list[JobPlacement] = []
+        self.admissions: list[Admission] = []
+        self.preemptions: list[Preemption] = []
+        self.reserved: dict[str, JobDemand] = {}  # flavor → aged job it is held for
+        self.users = UserLimits(view.tenants, view.running)
+        self.set_aside = 0
+        self._deadlines: list[tuple[float, str]] | None = None
+        self._pool: list[RunningJob] | None = None
+
+    # ---- heads -------------------------------------------------------------------------
+
+    def head(self, tenant: str) -> JobDemand:
+        return self.jobs[self.queues[tenant][self.cursor[tenant]][1]]
+
+    def aged(self, job: JobDemand) -> bool:
+        return is_aged(job, self.view.now, self.config)
+
+    def advance(self, tenant: str) -> bool:
+        """Move to the tenant's next job that may be considered now; False when none is."""
+        budget = budget_refusal(tenant, self.view.tenants, self.view.usage)
+        if budget is not None:
+            self.blocked[tenant] = budget
+            return False
+        queue = self.queues[tenant]
+        i = self.cursor.get(tenant, -1) + 1
+        while i < len(queue):
+            job = self.jobs[queue[i][1]]
+            reason = self.fits.never(job) or self._never_by_quota(job) or self.users.refusal(job)
+            if reason is None:
+                self.cursor[tenant] = i
+                return True
+            self.reasons[job.job_id] = reason
+            self.set_aside += 1
+            i += 1
+        self.cursor[tenant] = i
+        return False
+
+    def _never_by_quota(self, job: JobDemand) -> PendingReason | None:
+        gpus, book = job.total.gpus, self.state.book
+        if not gpus or not book.enabled:
+            return None
+        caps = [book.max_allowed(job.tenant, f) for f in self._flavors(job)]
+        if not caps or any(c is None or gpus <= c for c in caps):
+            return None
+        return PendingReason(
+            PendingCode.BORROWING_LIMIT,
+            f"needs {gpus} GPUs; tenant {job.tenant} may never use more than {max(caps)} "
+            f"(its guarantee plus its borrowing limit)",
+        )
+
+    def order_key(self, tenant: str) -> tuple:
+        head = self.head(tenant)
+        share = self.state.book.share_key(tenant)
+        return (share, -head.priority, head.submitted_at, head.seq, tenant)
+
+    def _flavors(self, job: JobDemand) -> list[str | None]:
+        flavors = matching_flavors(job, self.state.snapshot.flavors)
+        book, gpus = self.state.book, job.total.gpus
+
+        def within(f: str | None) -> bool:
+            g = book.guarantee(job.tenant, f) if f else None
+            return g is None or book.usage(job.tenant, f) + gpus <= g
+
+        return sorted(flavors, key=lambda f: (not within(f), f or ""))
+
+    # ---- admit -------------------------------------------------------------------------
+
+    def try_admit(self, tenant: str, head: JobDemand) -> JobPlacement | Blocked:
+        flavors = [f for f in self._flavors(head) if self._open(f, head)]
+        if not flavors:
+            return self.block(tenant, self._reserved_reason(head))
+        refusals: list[tuple[str | None, QuotaVerdict]] = []
+        physical: list[tuple[str | None, QuotaVerdict]] = []
+        for flavor in flavors:
+            verdict = self.state.book.verdict(tenant, job_usage(head, flavor), self.state.free)
+            if verdict.blocked:
+                refusals.append((flavor, verdict))
+                continue
+            placement = place_gang(self.state.snapshot, head, flavor)
+            if placement is not None:
+                self._admit(head, placement, verdict)
+                return placement
+            physical.append((flavor, verdict))
+        outcome = self._reclaim(head, physical) or self._wait(head, refusals, physical)
+        return self.block(tenant, outcome)
+
+    def block(self, tenant: str, outcome: Blocked | PendingReason) -> Blocked:
+        blocked = outcome if isinstance(outcome, Blocked) else Blocked(outcome)
+        self.blocked[tenant] = blocked.reason
+        self.reasons[self.head(tenant).job_id] = blocked.reason
+        return blocked
+
+    def _open(self, flavor: str | None, job: JobDemand) -> bool:
+        holder = self.reserved.get(flavor) if flavor else None
+        return holder is None or holder.job_id == job.job_id
+
+    def _reserved_reason(self, job: JobDemand) -> Blocked:
+        holder = next(self.reserved[f] for f in self._flavors(job) if f in self.reserved)
+        hours = self.config.aging_s / 3600
+        return Blocked(
+            PendingReason(
+                PendingCode.BEHIND,
+                f"the GPUs it can use are held for job {holder.job_id} of tenant "
+                f"{holder.tenant}, queued for over {hours:g} h",
+            )
+        )
+
+    def _admit(self, job: JobDemand, placement: JobPlacement, verdict: QuotaVerdict) -> None:
+        self.state.charge(job.job_id, job.tenant, placement.tasks)
+        self.users.admitted(job)
+        self.admitted.append(placement)
+        self.admissions.append(Admission(job.job_id, job.tenant, verdict.borrowed))
+
+    # ---- reclaim and priority preemption -------------------------------------------------
+
+    def _reclaim(
+        self, head: JobDemand, physical: list[tuple[str | None, QuotaVerdict]]
+    ) -> Blocked | None:
+        for flavor, verdict in physical:
+            reclaim = self.state.book.enabled and not verdict.opportunistic
+            pool = [
+                r
+                for r in candidates(
+                    head, self._preemptible(), self.view.tenants, reclaim, self.view.now
+                )
+                if self._holds(r, flavor)
+            ]
+            if not pool:
+                continue
+            found = find_victims(self.state, head.tenant, pool, self._fits(head, flavor, reclaim))
+            if found is not None:
+                return self._preempt(head, flavor, *found)
+        return None
+
+    def _preemptible(self) -> list[RunningJob]:
+        """Running jobs that some head might preempt: borrowers, stopping jobs, and every job
+        of tenants with priority preemption (computed once per cycle)."""
+        if self._pool is None:
+            same_tenant = {n for n, t in self.view.tenants.items() if t.priority_preemption}
+            self._pool = [
+                r
+                for r in self.view.running
+                if r.preemptible and (r.opportunistic or r.terminating or r.tenant in same_tenant)
+            ]
+        return self._pool
+
+    def _holds(self, r: RunningJob, flavor: str | None) -> bool:
+        charged = self.state.charged.get(r.job_id)
+        return charged is not None and (flavor is None or charged.usage.get(flavor, 0) > 0)
+
+    def _fits(self, head: JobDemand, flavor: str | None, within: bool):
+        usage, gpus = job_usage(head, flavor), head.total.gpus
+
+        def fits() -> JobPlacement | None:
+            if flavor and self.state.free(flavor) < gpus:
+                return None
+            verdict = self.state.book.verdict(head.tenant, usage, self.state.free)
+            if verdict.blocked or (within and verdict.opportunistic):
+                return None
+            return place_gang(self.state.snapshot, head, flavor)
+
+        return fits
+
+    def _preempt(
+        self,
+        head: JobDemand,
+        flavor: str | None,
+        victims: list[RunningJob],
+        placement: JobPlacement,
+    ) -> Blocked:
+        for v in victims:
+            self.state.remove(v.job_id)
+        self.state.charge(head.job_id, head.tenant, placement.tasks)  # hold the room for it
+        graces = [self._grace(v) for v in victims]
+        for v in victims:
+            if not v.terminating:
+                self.preemptions.append(
+                    Preemption(
+                        v.job_id, self._why_preempted(head, v, flavor), head.job_id, self._grace(v)
+                    )
+                )
+        names = ", ".join(f"{v.job_id} of tenant {v.tenant}" for v in victims)
+        reason = PendingReason(
+            PendingCode.WAITING_FOR_PREEMPTION,
+            f"waiting for {len(victims)} preempted job{'s' if len(victims) > 1 else ''} to stop "
+            f"({names}); it starts once they have, within {max(graces)} s",
+            estimated_start=self.view.now + max(graces),
+        )
+        return Blocked(reason)
+
+    def _grace(self, r: RunningJob) -> int:
+        t = self.view.tenants.get(r.tenant) or Tenant(r.tenant)
+        return t.preemption_grace_s
+
+    @staticmethod
+    def _why_preempted(head: JobDemand, victim: RunningJob, flavor: str | None) -> str:
+        if victim.tenant == head.tenant:
+            return (
+                f"preempted for job {head.job_id} of higher priority ({head.priority} > "
+                f"{victim.priority}) in tenant {head.tenant}"
+            )
+        what = f"{flavor} GPUs" if flavor else "CPU and memory"
+        return (
+            f"preempted: tenant {head.tenant} reclaims {what} guaranteed to it, for job "
+            f"{head.job_id}; tenant {victim.tenant} was borrowing them"
+        )
+
+    # ---- wait --------------------------------------------------------------------------
+
+    def _wait(
+        self,
+        head: JobDemand,
+        refusals: list[tuple[str | None, QuotaVerdict]],
+        physical: list[tuple[str | None, QuotaVerdict]],
+    ) -> Blocked:
+        if not physical:
+            flavor, verdict = refusals[0]
+            reason = PendingReason(verdict.blocked or PendingCode.QUOTA_EXCEEDED, verdict.message)
+            wake = frozenset({flavor}) if flavor else ALL_WAKE
+            return Blocked(reason, parkable=True, wake_on=wake)
+        flavor = physical[0][0]
+        if self.aged(head):
+            for f, _ in physical:
+                if f is not None:
+                    self.reserved.setdefault(f, head)
+        reason = self._with_estimate(capacity_reason(self.state, head, flavor), head, flavor)
+        gpus_short = flavor is not None and self.state.free(flavor) < head.total.gpus
+        wake = frozenset(f for f, _ in physical if f) | (frozenset() if gpus_short else ALL_WAKE)
+        return Blocked(reason, parkable=True, wake_on=wake)
+
+    def _with_estimate(
+        self, reason: PendingReason, head: JobDemand, flavor: str | None
+    ) -> PendingReason:
+        if self._deadlines is None:
+            self._deadlines = deadlines(list(self.view.running))
+        eta = estimate_start(
+            self.state, self._deadlines, head, flavor, self.view.now, self.config.eta_max_releases
+        )
+        if eta is None:
+            return reason
+        minutes = max(0.0, eta - self.view.now) / 60
+        return PendingReason(
+            reason.code,
+            f"{reason.message}; estimated start in {minutes:.0f} min",
+            estimated_start=eta,
+        )
+
+    # ---- requeue -----------------------------------------------------------------------
+
+    def result(self, stats: CycleStats) -> CycleResult:
+        admitted = {p.job_id for p in self.admitted}
+        heads = {tenant: self._head_id(tenant) for tenant in self.blocked}
+        reasons = PendingReasons(
+            self.queues, self.jobs, admitted, self.reasons, self.blocked, heads
+        )
+        return CycleResult(
+            tuple(self.admitted), tuple(self.preemptions), reasons, stats, tuple(self.admissions)
+        )
+
+    def _head_id(self, tenant: str) -> str | None:
+        i = self.cursor.get(tenant)
+        queue = self.queues[tenant]
+        if i is None or i >= len(queue):
+            return None
+        return queue[i][1]

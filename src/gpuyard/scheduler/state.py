@@ -1,0 +1,106 @@
+"""The snapshot and the quota book, kept in step with the running jobs across cycles.
+
+This is a cache, never the truth: each cycle `sync` compares it with the view's running jobs
+(by job id and placements) and charges or refunds the difference, and it rebuilds everything
+when the nodes or the tenants change. Jobs admitted in a cycle are charged at once; if the
+controller does not bind them they are missing from the next view and are refunded then.
+
+`remove` is Kueue's SimulateWorkloadRemoval: take a running job out of the snapshot and the
+book, and get back a function that puts it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from gpuyard.model import Node, RunningJob, TaskPlacement, Tenant
+from gpuyard.scheduler.quota import CPU, MEMORY, QuotaBook, Usage
+from gpuyard.scheduler.snapshot import ClusterSnapshot, Undo
+
+
+@dataclass(frozen=True, slots=True)
+class Charged:
+    tenant: str
+    placements: tuple[TaskPlacement, ...]  # as the view gave them
+    held: tuple[TaskPlacement, ...]  # those on nodes the snapshot knows
+    usage: Usage
+
+
+class ClusterState:
+    def __init__(self) -> None:
+        self._nodes: tuple[Node, ...] | None = None
+        self._tenants: dict[str, Tenant] | None = None
+        self.snapshot = ClusterSnapshot(())
+        self.book = QuotaBook({}, {})
+        self.charged: dict[str, Charged] = {}
+        self.released: set[str] = set()  # resource keys freed since the last cycle
+        self.rebuilt = True
+
+    def sync(
+        self, nodes: Sequence[Node], tenants: Mapping[str, Tenant], running: Sequence[RunningJob]
+    ) -> None:
+        self.released = set()
+        self.rebuilt = self._nodes != tuple(nodes) or self._tenants != dict(tenants)
+        if self.rebuilt:
+            self._rebuild(tuple(nodes), dict(tenants))
+        current = {r.job_id: r for r in running}
+        for job_id, c in list(self.charged.items()):
+            r = current.get(job_id)
+            if r is None or r.tenant != c.tenant or r.placements != c.placements:
+                self.released.update(c.usage)
+                self._drop(job_id)
+        for r in running:
+            if r.job_id not in self.charged:
+                self.charge(r.job_id, r.tenant, r.placements)
+
+    def _rebuild(self, nodes: tuple[Node, ...], tenants: dict[str, Tenant]) -> None:
+        self._nodes, self._tenants = nodes, tenants
+        self.snapshot = ClusterSnapshot(nodes)
+        capacity = dict(self.snapshot.capacity_by_flavor)
+        capacity[CPU] = self.snapshot.capacity.cpu_milli
+        capacity[MEMORY] = self.snapshot.capacity.memory_mb
+        self.book = QuotaBook(tenants, capacity)
+        self.charged = {}
+
+    def usage_of(self, placements: tuple[TaskPlacement, ...]) -> Usage:
+        usage: Usage = {CPU: 0, MEMORY: 0}
+        for t in placements:
+            usage[CPU] += t.resources.cpu_milli
+            usage[MEMORY] += t.resources.memory_mb
+            nf = self.snapshot.nodes.get(t.node)
+            for i in t.gpu_indices:
+                flavor = nf.flavor_of.get(i) if nf else None
+                if flavor is not None:
+                    usage[flavor] = usage.get(flavor, 0) + 1
+        return usage
+
+    def charge(self, job_id: str, tenant: str, placements: tuple[TaskPlacement, ...]) -> Undo:
+        known = tuple(t for t in placements if t.node in self.snapshot.nodes)
+        c = Charged(tenant, placements, known, self.usage_of(known))
+        self.snapshot.assume_tasks(known)
+        self.book.charge(tenant, c.usage)
+        self.charged[job_id] = c
+        return lambda: self._drop(job_id)
+
+    def remove(self, job_id: str) -> Undo:
+        c = self._drop(job_id)
+        return lambda: self._restore(job_id, c)
+
+    def _drop(self, job_id: str) -> Charged:
+        c = self.charged.pop(job_id)
+        self.snapshot.release_tasks(c.held)
+        self.book.refund(c.tenant, c.usage)
+        return c
+
+    def _restore(self, job_id: str, c: Charged) -> None:
+        self.snapshot.assume_tasks(c.held)
+        self.book.charge(c.tenant, c.usage)
+        self.charged[job_id] = c
+
+    def free(self, key: str) -> int:
+        if key == CPU:
+            return self.snapshot.free_cpu_milli
+        if key == MEMORY:
+            return self.snapshot.free_memory_mb
+        return self.snapshot.free_by_flavor.get(key, 0)

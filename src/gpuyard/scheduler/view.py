@@ -1,0 +1,61 @@
+"""The inputs and outputs of a multi-tenant scheduling cycle, as plain immutable values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gpuyard.model import JobDemand, Node, RunningJob, Tenant, TenantUsage
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """Everything one cycle decides from. `now` is the caller's clock (seconds)."""
+
+    nodes: Sequence[Node]
+    tenants: Mapping[str, Tenant] = field(default_factory=dict)
+    running: Sequence[RunningJob] = ()
+    queued: Sequence[JobDemand] = ()
+    usage: Mapping[str, TenantUsage] = field(default_factory=dict)
+    now: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """How a job was admitted: guaranteed, or opportunistic borrowing `borrowed` per resource
+    (GPU flavor, `cpu` in millicores, `memory` in MB) beyond its tenant's guarantee."""
+
+    job_id: str
+    tenant: str
+    borrowed: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def opportunistic(self) -> bool:
+        return bool(self.borrowed)
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """Stop `job_id` (SIGTERM, `grace_s` to checkpoint, then SIGKILL) to make room for
+    `for_job_id`; the victim goes back to the queue as a new attempt."""
+
+    job_id: str
+    reason: str
+    for_job_id: str
+    grace_s: int
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    """Policy knobs that are not per tenant.
+
+    `aging_s`: a job queued longer than this goes to the front of its tenant's queue, and if
+    it still cannot start, the GPU flavors it can use are held for it (no new job of another
+    tenant starts on them) until it does.
+    `las_thresholds_gpu_s`: attained GPU-seconds that separate the LAS queues (Tiresias).
+    `eta_max_releases`: how many running jobs the start estimate may release, at most.
+    """
+
+    aging_s: float = 3600.0
+    las_thresholds_gpu_s: tuple[float, ...] = (3600.0, 36_000.0)
+    eta_max_releases: int = 256
