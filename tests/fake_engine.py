@@ -21,6 +21,7 @@ class FakeEngine:
         self.stopped: dict[str, float] = {}
         self.released: list[str] = []
         self.node_of: dict[str, str] = {}
+        self.logs: dict[str, bytes] = {}  # canned task logs, by task key
         self.now = now
 
     # -- test controls --
@@ -60,10 +61,11 @@ class FakeEngine:
         self.stopped[key] = grace_s
 
     def read_log(self, node: str, key: str, offset: int, limit: int) -> bytes:
-        return b""
+        return self.logs.get(key, b"")[offset : offset + limit]
 
     def tail_log(self, node: str, key: str, lines: int) -> str:
-        return ""
+        text = self.logs.get(key, b"").decode(errors="replace")
+        return "".join(text.splitlines(keepends=True)[-lines:]) if lines else ""
 
     def release(self, node: str, key: str) -> None:
         self.released.append(key)

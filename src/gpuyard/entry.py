@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -39,6 +40,13 @@ def up(
     db_url: Annotated[
         str | None, typer.Option(help="database URL (default: SQLite in the data dir)")
     ] = None,
+    storage_root: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="on first start, a dir the default tenant's jobs may use as dataDir "
+            "or outputDir (repeatable; default: DATA_DIR/storage and /tmp)"
+        ),
+    ] = None,
 ) -> None:
     """Start the embedded platform in the foreground: API, controller, this machine as the node."""
     serve(
@@ -53,6 +61,7 @@ def up(
             stop_grace_s=stop_grace,
             pids_limit=pids_limit,
             db_url=db_url,
+            storage_roots=tuple(os.path.abspath(p) for p in storage_root or ()),
         )
     )
 

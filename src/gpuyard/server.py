@@ -13,6 +13,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from gpuyard.api import create_app
+from gpuyard.api.services.bootstrap import bootstrap, token_file
 from gpuyard.controller import Controller
 from gpuyard.engine import LocalEngine, NodeAgent
 from gpuyard.model import Node, SystemClock
@@ -41,6 +42,7 @@ class ServerConfig:
     pids_limit: int = 4096
     cycle_interval_s: float = 0.5
     db_url: str | None = None
+    storage_roots: tuple[str, ...] = ()  # of the default tenant made on first start
 
 
 def build_node(cfg: ServerConfig) -> Node:
@@ -68,6 +70,15 @@ def build_controller(cfg: ServerConfig) -> Controller:
 
 def build_app(cfg: ServerConfig) -> FastAPI:
     controller = build_controller(cfg)
+    created = bootstrap(
+        controller.store, controller.engine.nodes(), cfg.data_dir, cfg.storage_roots
+    )
+    if created:
+        log.info(
+            "first start: made the platform admin 'admin' and the tenant 'default'; "
+            "the admin's token is in %s",
+            created,
+        )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -93,12 +104,21 @@ def describe(cfg: ServerConfig, ctl: Controller) -> str:
             f"  node     : {node.name}: {node.cpu_milli / 1000:g} CPUs, {node.memory_mb} MB, "
             f"GPUs: {gpus}",
             f"  runtime  : {getattr(ctl.engine, 'runtime_name', 'oci')}",
-            "Submit an example from another shell:",
-            f"  export GPUYARD_URL={url}",
+            "Log in and submit an example from another shell:",
+            *_login_lines(cfg, url),
             "  .venv/bin/gpuyard submit examples/hello.yaml --wait",
             "  .venv/bin/gpuyard jobs",
         ]
     )
+
+
+def _login_lines(cfg: ServerConfig, url: str) -> list[str]:
+    path = token_file(cfg.data_dir)
+    if path.exists():
+        return [f"  .venv/bin/gpuyard login --url {url} --token-file {path}"]
+    return [
+        f"  .venv/bin/gpuyard login --url {url} --token-file FILE  (a file holding your API token)"
+    ]
 
 
 def serve(cfg: ServerConfig) -> None:

@@ -9,7 +9,7 @@ import pytest
 from builders import make_node
 from fake_engine import FakeEngine
 from gpuyard.controller import Controller
-from gpuyard.model import JobState, ManualClock, TaskState
+from gpuyard.model import FlavorQuota, JobState, ManualClock, TaskState, Tenant
 from gpuyard.spec import parse_job_spec
 from gpuyard.store import NewJob, Store, open_store
 
@@ -235,3 +235,37 @@ def test_cancel_wins_over_a_pending_preemption(ctl, store, engine):
     ctl.run_cycle()
     job = store.jobs.get(jid)
     assert job.state == JobState.STOPPED and job.reason == "Cancelled"
+
+
+def test_a_lender_reclaims_its_quota_from_a_borrower(store, clock):
+    engine = FakeEngine(make_node("n1", gpus=4))
+    ctl = Controller(store, engine, clock)
+    store.tenants.create(Tenant("a", quotas=(FlavorQuota("A100-80GB", 2),)))
+    store.tenants.create(Tenant("b", quotas=(FlavorQuota("A100-80GB", 2),), preemption_grace_s=9))
+    borrower = submit(store, gpus=4, tenant="b")
+    ctl.run_cycle()
+    (bkey,) = engine.keys_on(borrower)
+    engine.run(bkey)
+    ctl.run_cycle()
+    assert store.jobs.get(borrower).opportunistic  # 2 of its 4 GPUs are a's
+    owner = submit(store, gpus=2, tenant="a")
+    ctl.run_cycle()
+    assert engine.stopped == {bkey: 9}  # preempted with b's grace period
+    assert store.jobs.get(owner).pending_code == "WaitingForPreemption"
+    engine.exit(bkey, 0, "Completed")  # b checkpointed and left
+    ctl.run_cycle()
+    ctl.run_cycle()
+    assert state(store, owner) == JobState.SCHEDULED
+    again = store.jobs.get(borrower)
+    assert again.attempt == 2 and again.retries_used == 0
+
+
+def test_tasks_run_as_nobody_unless_the_tenant_allows_root(store, clock):
+    engine = FakeEngine(make_node("n1", gpus=4))
+    ctl = Controller(store, engine, clock)
+    store.tenants.create(Tenant("locked", quotas=(FlavorQuota("A100-80GB", 2),)))
+    store.tenants.create(Tenant("trusted", quotas=(FlavorQuota("A100-80GB", 2),), allow_root=True))
+    locked, trusted = submit(store, tenant="locked"), submit(store, tenant="trusted")
+    ctl.run_cycle()
+    assert engine.launched[engine.keys_on(locked)[0]].run_as == (65534, 65534)
+    assert engine.launched[engine.keys_on(trusted)[0]].run_as == (0, 0)

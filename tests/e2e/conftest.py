@@ -1,4 +1,9 @@
-"""End-to-end fixtures: the real `gpuyard up` server in a subprocess on a free port."""
+"""End-to-end fixtures: the real `gpuyard up` server in a subprocess on a free port.
+
+The server makes its platform admin on first start; `Server.http` sends the admin's token
+(read from `<data dir>/admin-token`). The default tenant's storage root is the test's tmp dir,
+so jobs may use dirs under it as dataDir and outputDir.
+"""
 
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ class Server:
         self.log_path = log_path
         self.extra = extra
         self.proc: subprocess.Popen[bytes] | None = None
+        self.token = ""
         self.http = httpx.Client(base_url=self.url, timeout=10)
 
     def start(self) -> None:
@@ -50,6 +56,8 @@ class Server:
             FAKE_GPUS,
             "--stop-grace",
             "2",
+            "--storage-root",
+            str(self.data_dir.parent),
             *self.extra,
         ]
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
@@ -62,10 +70,22 @@ class Server:
                 raise RuntimeError(f"server exited: {self.log_path.read_text()[-3000:]}")
             try:
                 if self.http.get("/healthz").status_code == 200:
+                    self.login()
                     return
             except httpx.TransportError:
                 time.sleep(0.1)
         raise RuntimeError("server did not become healthy in 30 s")
+
+    def login(self) -> None:
+        """Use the admin token the server wrote on its first start."""
+        self.token = (self.data_dir / "admin-token").read_text().strip()
+        self.http.headers["Authorization"] = f"Bearer {self.token}"
+
+    def as_user(self, token: str) -> httpx.Client:
+        """A client of this server that sends another user's token."""
+        return httpx.Client(
+            base_url=self.url, timeout=10, headers={"Authorization": f"Bearer {token}"}
+        )
 
     def kill9(self) -> None:
         assert self.proc is not None

@@ -16,7 +16,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def cli(server, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GPUYARD_URL": server.url}
+    env = {**os.environ, "GPUYARD_URL": server.url, "GPUYARD_TOKEN": server.token}
     return subprocess.run(
         [sys.executable, "-m", "gpuyard", *args],
         env=env,
@@ -68,3 +68,76 @@ def test_cancel_from_the_cli(server):
     server.wait(job_id, {"RUNNING"})
     assert cli(server, "cancel", job_id).returncode == 0
     assert server.wait(job_id, timeout=30)["state"] == "STOPPED"
+
+
+def test_admin_makes_a_tenant_and_user_who_logs_in(server, tmp_path):
+    r = cli(
+        server,
+        "admin",
+        "tenant",
+        "create",
+        "vision",
+        "--gpus",
+        "A100-80GB:2",
+        "--borrowing-limit",
+        "1",
+        "--policy",
+        "las",
+        "--storage-root",
+        str(tmp_path),
+    )
+    assert r.returncode == 0, r.stderr
+    assert "A100-80GB:2 (borrow ≤1)" in r.stdout
+    r = cli(
+        server,
+        "admin",
+        "tenant",
+        "update",
+        "vision",
+        "--lending-limit",
+        "A100-80GB:1",
+        "-o",
+        "json",
+    )
+    quota = json.loads(r.stdout)["quotas"][0]
+    assert (quota["borrowingLimit"], quota["lendingLimit"]) == (1, 1)
+    assert cli(server, "admin", "user", "create", "alice", "--tenant", "vision").returncode == 0
+    made = cli(server, "admin", "token", "create", "alice", "--name", "laptop")
+    assert made.returncode == 0 and "shown only this once" in made.stderr
+    token_file = tmp_path / "alice-token"
+    token_file.write_text(made.stdout.strip() + "\n")
+
+    config = tmp_path / "config"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUYARD_")}
+    env["XDG_CONFIG_HOME"] = str(config)
+
+    def as_alice(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "gpuyard", *args],
+            env=env,
+            text=True,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+
+    r = as_alice("login", "--url", server.url, "--token-file", str(token_file))
+    assert r.returncode == 0 and "as alice" in r.stdout, r.stderr
+    assert (config / "gpuyard" / "config.json").stat().st_mode & 0o777 == 0o600
+    who = as_alice("whoami")
+    assert "alice (user)" in who.stdout and "vision (member)" in who.stdout
+    assert as_alice("admin", "tenant", "create", "x").returncode == 1  # not a platform admin
+    assert "only a platform admin" in as_alice("admin", "user", "create", "eve").stderr
+
+
+def test_a_bad_token_is_refused_with_how_to_log_in(server):
+    env = {**os.environ, "GPUYARD_URL": server.url, "GPUYARD_TOKEN": "gy_nope"}
+    r = subprocess.run(
+        [sys.executable, "-m", "gpuyard", "jobs"],
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode == 1 and "gpuyard login" in r.stderr and "HTTP 401" in r.stderr

@@ -196,3 +196,20 @@ def test_cgroup_limits_and_live_log(
     assert runtime.tail_log(launch.key, 1) == "second"
     memory = controller_dir("memory", cgroup)
     assert memory is not None and not memory.exists()  # deleted with the container
+
+
+def test_a_non_root_task_runs_as_its_user_without_capabilities(
+    runtime: ContainerRuntime, make_launch: MakeLaunch, tmp_path: Path
+) -> None:
+    out = tmp_path / "fresh-output"  # created by the runtime, so it belongs to the task's user
+    script = (
+        "id -u > /output/id; id -g >> /output/id; grep CapEff /proc/self/status >> /output/id; "
+        "touch /workspace/mine && echo work-ok >> /output/id; "
+        "chown root /output/id 2>/dev/null && echo chown-worked >> /output/id; true"
+    )
+    exit_ = run_task(runtime, make_launch(script, output_dir=str(out), run_as=(65534, 65534)))
+    assert exit_.reason == TaskReason.COMPLETED, exit_.message
+    lines = (out / "id").read_text().split("\n")
+    assert lines[0] == "65534" and lines[1] == "65534"
+    assert lines[2].split()[-1] == "0000000000000000"  # no effective capabilities
+    assert "work-ok" in lines and "chown-worked" not in lines

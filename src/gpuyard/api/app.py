@@ -1,4 +1,8 @@
-"""The FastAPI application: routers, and errors turned into answers a person can act on."""
+"""The FastAPI application: routers, and errors turned into answers a person can act on.
+
+Every route but `/healthz` and the API docs (`/docs`, `/openapi.json`) needs a bearer token
+(`gpuyard.api.auth`); what a caller may do is decided in `gpuyard.api.authz`.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from gpuyard import __version__
-from gpuyard.api.routers import jobs, nodes
+from gpuyard.api.auth import Unauthenticated
+from gpuyard.api.authz import Forbidden
+from gpuyard.api.errors import Conflict, InvalidInput
+from gpuyard.api.routers import jobs, nodes, tenants, tokens, users
 from gpuyard.controller import Controller
 from gpuyard.spec import SpecError
-from gpuyard.store import JobAlreadyEnded, JobNotFound
+from gpuyard.store import JobAlreadyEnded, JobNotFound, TenantExists, UserExists
 
 log = logging.getLogger("gpuyard.api")
 
@@ -24,8 +31,8 @@ def create_app(controller: Controller) -> FastAPI:
         description="Multi-tenant GPU cluster platform for deep-learning jobs.",
     )
     app.state.controller = controller
-    app.include_router(jobs.router)
-    app.include_router(nodes.router)
+    for module in (jobs, nodes, tenants, users, tokens):
+        app.include_router(module.router)
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, str]:
@@ -49,6 +56,26 @@ def _install_error_handlers(app: FastAPI) -> None:
             {"path": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()
         ]
         return JSONResponse({"detail": "invalid request", "errors": errors}, status_code=422)
+
+    @app.exception_handler(Unauthenticated)
+    async def unauthenticated(_: Request, exc: Unauthenticated) -> JSONResponse:
+        return JSONResponse(
+            {"detail": str(exc)}, status_code=401, headers={"WWW-Authenticate": exc.challenge}
+        )
+
+    @app.exception_handler(Forbidden)
+    async def forbidden(_: Request, exc: Forbidden) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=403)
+
+    @app.exception_handler(InvalidInput)
+    async def invalid(_: Request, exc: InvalidInput) -> JSONResponse:
+        return JSONResponse({"detail": exc.detail, "errors": exc.errors}, status_code=422)
+
+    @app.exception_handler(TenantExists)
+    @app.exception_handler(UserExists)
+    @app.exception_handler(Conflict)
+    async def conflict(_: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=409)
 
     @app.exception_handler(JobNotFound)
     async def not_found(_: Request, exc: JobNotFound) -> JSONResponse:

@@ -188,6 +188,57 @@ class ApiClient:
         """GET /api/v1/nodes → `{"nodes": [Node]}`."""
         return self._json("GET", f"{API}/nodes")
 
+    # -- users, tokens, tenants ------------------------------------------------------
+
+    def whoami(self) -> dict[str, Any]:
+        """GET /api/v1/whoami → `{"name", "role", "admin", "memberships"}`."""
+        return self._json("GET", f"{API}/whoami")
+
+    def create_user(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST /api/v1/users with `{"name", "admin", "memberships": [{"tenant", "role"}]}`."""
+        return self._json("POST", f"{API}/users", json=body)
+
+    def list_users(self) -> dict[str, Any]:
+        """GET /api/v1/users → `{"users": [User]}`."""
+        return self._json("GET", f"{API}/users")
+
+    def create_token(
+        self, user: str, name: str = "cli", expires_in_days: float | None = None
+    ) -> dict[str, Any]:
+        """POST /api/v1/users/{user}/tokens → the token record with `token`, shown once."""
+        body: dict[str, Any] = {"name": name}
+        if expires_in_days is not None:
+            body["expiresInDays"] = expires_in_days
+        return self._json("POST", f"{API}/users/{user}/tokens", json=body)
+
+    def list_tenants(self) -> dict[str, Any]:
+        """GET /api/v1/tenants → `{"tenants": [Tenant]}`."""
+        return self._json("GET", f"{API}/tenants")
+
+    def get_tenant(self, name: str) -> dict[str, Any]:
+        """GET /api/v1/tenants/{name} → Tenant."""
+        return self._json("GET", f"{API}/tenants/{name}")
+
+    def create_tenant(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST /api/v1/tenants with a Tenant (only `name` is required)."""
+        return self._json("POST", f"{API}/tenants", json=body)
+
+    def update_tenant(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """PATCH /api/v1/tenants/{name}: the given fields change, the others stay."""
+        return self._json("PATCH", f"{API}/tenants/{name}", json=body)
+
+    def list_members(self, tenant: str) -> dict[str, Any]:
+        """GET /api/v1/tenants/{tenant}/members → `{"members": [{"user", "role"}]}`."""
+        return self._json("GET", f"{API}/tenants/{tenant}/members")
+
+    def set_member(self, tenant: str, user: str, role: str) -> None:
+        """PUT /api/v1/tenants/{tenant}/members/{user} with `{"role"}`."""
+        self._request("PUT", f"{API}/tenants/{tenant}/members/{user}", json={"role": role})
+
+    def remove_member(self, tenant: str, user: str) -> None:
+        """DELETE /api/v1/tenants/{tenant}/members/{user}."""
+        self._request("DELETE", f"{API}/tenants/{tenant}/members/{user}")
+
     # -- plumbing --------------------------------------------------------------------
 
     def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:

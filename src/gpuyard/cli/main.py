@@ -1,7 +1,9 @@
-"""The `gpuyard` commands: submit, jobs, show, logs, cancel, nodes.
+"""The `gpuyard` commands: submit, jobs, show, logs, cancel, nodes; login and whoami
+(`gpuyard.cli.login`); the `admin` group (`gpuyard.cli.admin`).
 
 The app talks to the server over HTTP only (`ApiClient`). The server URL comes from
-`--url` or `GPUYARD_URL`; a token in `GPUYARD_TOKEN` is sent as a bearer token.
+`--url`, `GPUYARD_URL` or the saved login; the token from `GPUYARD_TOKEN` or the saved login
+(`gpuyard.cli.session` says which wins).
 
 Exit codes: 0 ok; 1 the server said no (unknown job, already ended, other HTTP errors) or
 a waited-for job did not succeed; 2 bad usage or a spec the server rejected (422);
@@ -10,30 +12,20 @@ a waited-for job did not succeed; 2 bad usage or a spec the server rejected (422
 
 from __future__ import annotations
 
-import enum
-import json
 import os
 import re
 import sys
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
-from dataclasses import dataclass, field
+from contextlib import closing
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
-from gpuyard.cli.client import (
-    DEFAULT_URL,
-    ApiClient,
-    ApiError,
-    ConnectionLost,
-    ServerUnreachable,
-    make_http_client,
-)
+from gpuyard.cli.admin import admin_app
+from gpuyard.cli.client import ApiError
 from gpuyard.cli.follow import JobWatcher
+from gpuyard.cli.login import login, whoami
 from gpuyard.cli.render import (
     JOB_STATES,
     final_status,
@@ -43,16 +35,36 @@ from gpuyard.cli.render import (
     render_spec_errors,
     render_submitted,
 )
+from gpuyard.cli.session import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    HTTP_CONFLICT,
+    HTTP_INVALID,
+    Output,
+    Session,
+    api_errors,
+    error_message,
+    fail,
+    load_config,
+    normalize_url,
+    print_json,
+    resolve_login,
+    session_of,
+    unreachable_message,
+)
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_UNREACHABLE = 3
-EXIT_INTERRUPTED = 130
-
-HTTP_NOT_FOUND = 404
-HTTP_CONFLICT = 409
-HTTP_INVALID = 422
+__all__ = [
+    "EXIT_UNREACHABLE",
+    "app",
+    "error_message",
+    "normalize_url",
+    "parse_states",
+    "parse_task",
+    "unreachable_message",
+]
 
 TASK_REF = re.compile(r"^(?P<role>[^/\s]+)(?:/(?P<index>\d+))?$")
 
@@ -63,43 +75,12 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
-
-
-class Output(enum.StrEnum):
-    table = "table"
-    json = "json"
-
-
-@dataclass
-class Session:
-    """Per-invocation state: where the server is, the consoles, a lazily made client."""
-
-    url: str
-    token: str | None
-    out: Console = field(default_factory=lambda: Console(highlight=False))
-    err: Console = field(default_factory=lambda: Console(stderr=True, highlight=False))
-    _client: ApiClient | None = None
-
-    @property
-    def client(self) -> ApiClient:
-        if self._client is None:
-            self._client = ApiClient(make_http_client(self.url, self.token))
-        return self._client
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
+app.add_typer(admin_app, name="admin")
+app.command()(login)
+app.command()(whoami)
 
 
 # -- pure helpers (tested directly) ----------------------------------------------------
-
-
-def normalize_url(url: str) -> str:
-    """`127.0.0.1:8080` → `http://127.0.0.1:8080`; no trailing slash."""
-    url = url.strip().rstrip("/")
-    if "://" not in url:
-        url = f"http://{url}"
-    return url
 
 
 def parse_task(value: str | None) -> str | None:
@@ -123,55 +104,6 @@ def parse_states(values: list[str] | None) -> list[str] | None:
     return states
 
 
-def unreachable_message(url: str) -> str:
-    return (
-        f"cannot reach gpuyard at {url}: is the server running? "
-        "start it with `make run` or `gpuyard up`"
-    )
-
-
-def error_message(exc: ApiError, job_id: str | None = None) -> str:
-    """Words for an HTTP error: `no job X` for an unknown job, else the server's detail."""
-    if exc.status == HTTP_NOT_FOUND and job_id is not None:
-        return f"no job {job_id}"
-    return f"error: {exc.detail} (HTTP {exc.status})"
-
-
-def print_json(data: Any) -> None:
-    """Raw API JSON on stdout, for scripts (no colours, no wrapping)."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-# -- error handling --------------------------------------------------------------------
-
-
-def fail(session: Session, message: str, code: int = EXIT_FAILED) -> NoReturn:
-    session.err.print(Text(message, style="red"), soft_wrap=True)
-    raise typer.Exit(code)
-
-
-@contextmanager
-def api_errors(session: Session, job_id: str | None = None) -> Iterator[None]:
-    """Turn expected failures into a sentence and an exit code, never a traceback."""
-    try:
-        yield
-    except ServerUnreachable as exc:
-        fail(session, unreachable_message(exc.url), EXIT_UNREACHABLE)
-    except ConnectionLost as exc:
-        fail(session, str(exc), EXIT_UNREACHABLE)
-    except ApiError as exc:
-        fail(session, error_message(exc, job_id))
-
-
-def session_of(ctx: typer.Context) -> Session:
-    """The `Session` the app callback made for this invocation."""
-    session = ctx.find_object(Session)
-    if session is None:  # a command invoked without the app callback (should not happen)
-        session = Session(url=DEFAULT_URL, token=os.environ.get("GPUYARD_TOKEN") or None)
-        ctx.obj = session
-    return session
-
-
 # -- commands --------------------------------------------------------------------------
 
 
@@ -179,11 +111,18 @@ def session_of(ctx: typer.Context) -> Session:
 def main(
     ctx: typer.Context,
     url: Annotated[
-        str, typer.Option("--url", envvar="GPUYARD_URL", help="Server URL.")
-    ] = DEFAULT_URL,
+        str | None,
+        typer.Option(
+            "--url",
+            envvar="GPUYARD_URL",
+            help="Server URL (default: the one saved by `gpuyard login`, else "
+            "http://127.0.0.1:8080).",
+        ),
+    ] = None,
 ) -> None:
     """gpuyard: submit and watch deep-learning jobs on a shared GPU cluster."""
-    session = Session(url=normalize_url(url), token=os.environ.get("GPUYARD_TOKEN") or None)
+    server, token = resolve_login(url, os.environ.get("GPUYARD_TOKEN"), load_config())
+    session = Session(url=server, token=token)
     ctx.obj = session
     ctx.call_on_close(session.close)
 
@@ -225,8 +164,11 @@ def wait_for(session: Session, job_id: str) -> int:
             job = watcher.run()
         except KeyboardInterrupt:
             session.err.print(
-                Text(f"\nstopped waiting; job {job_id} keeps running "
-                     f"(gpuyard show {job_id}, gpuyard cancel {job_id})", style="yellow")
+                Text(
+                    f"\nstopped waiting; job {job_id} keeps running "
+                    f"(gpuyard show {job_id}, gpuyard cancel {job_id})",
+                    style="yellow",
+                )
             )
             return EXIT_INTERRUPTED
     session.err.print(final_status(job))
@@ -238,8 +180,9 @@ def jobs(
     ctx: typer.Context,
     state: Annotated[
         list[str] | None,
-        typer.Option("--state", help="Only jobs in this state (repeatable).",
-                     callback=parse_states),
+        typer.Option(
+            "--state", help="Only jobs in this state (repeatable).", callback=parse_states
+        ),
     ] = None,
     tenant: Annotated[str | None, typer.Option("--tenant", help="Only this tenant's jobs.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N jobs.")] = None,
@@ -280,8 +223,12 @@ def logs(
     ] = False,
     task: Annotated[
         str | None,
-        typer.Option("--task", metavar="ROLE/INDEX", callback=parse_task,
-                     help="Task (default: the first task)."),
+        typer.Option(
+            "--task",
+            metavar="ROLE/INDEX",
+            callback=parse_task,
+            help="Task (default: the first task).",
+        ),
     ] = None,
     attempt: Annotated[
         int | None, typer.Option("--attempt", min=0, help="Attempt (default: the latest).")
@@ -317,8 +264,9 @@ def cancel(
             if exc.status != HTTP_CONFLICT:
                 raise
             fail(session, f"job {job_id} already ended; nothing to cancel")
-    session.out.print(Text.assemble(f"cancelling job {job_id}: state ",
-                                    (str(result.get("state")), "bold")))
+    session.out.print(
+        Text.assemble(f"cancelling job {job_id}: state ", (str(result.get("state")), "bold"))
+    )
 
 
 @app.command()

@@ -180,8 +180,11 @@ def job_header(job: dict[str, Any], now: datetime | None = None) -> Panel:
     grid.add_row("priority", plain(job.get("priority")))
     grid.add_row("gpus", plain(job.get("gpus")))
     grid.add_row("attempt", Text(attempt_summary(job)))
-    for label, key in (("submitted", "submittedAt"), ("started", "startedAt"),
-                       ("finished", "finishedAt")):
+    for label, key in (
+        ("submitted", "submittedAt"),
+        ("started", "startedAt"),
+        ("finished", "finishedAt"),
+    ):
         grid.add_row(label, Text(when_summary(job.get(key), now)))
     title = Text.assemble("job ", (str(job.get("id", "?")), "bold"))
     return Panel(grid, title=title, title_align="left", expand=False)
@@ -205,8 +208,13 @@ def when_summary(value: str | None, now: datetime | None = None) -> str:
 
 def pending_panel(job: dict[str, Any]) -> Panel:
     body = Text(str(job.get("pendingReason")), style="yellow")
-    return Panel(body, title=Text(f"{job.get('state')}: waiting because", style="bold yellow"),
-                 title_align="left", border_style="yellow", expand=False)
+    return Panel(
+        body,
+        title=Text(f"{job.get('state')}: waiting because", style="bold yellow"),
+        title_align="left",
+        border_style="yellow",
+        expand=False,
+    )
 
 
 def tasks_table(tasks: list[dict[str, Any]]) -> Table | Text:
@@ -295,8 +303,9 @@ def node_header(node: dict[str, Any]) -> Text:
     gpus = node.get("gpus") or []
     text = Text(str(node.get("name", "?")), style="bold")
     text.append(f"  CPU {format_cpu(allocated.get('cpu', 0))}/{format_cpu(node.get('cpu'))}")
-    text.append(f"  memory {format_mb(allocated.get('memoryMB', 0))}"
-                f"/{format_mb(node.get('memoryMB'))}")
+    text.append(
+        f"  memory {format_mb(allocated.get('memoryMB', 0))}/{format_mb(node.get('memoryMB'))}"
+    )
     text.append(f"  GPUs {allocated.get('gpus', 0)}/{len(gpus)} in use")
     if node.get("schedulable") is False:
         text.append("  UNSCHEDULABLE", style="bold red")
@@ -317,9 +326,16 @@ def gpus_table(gpus: Iterable[dict[str, Any]]) -> Table | Text:
             Text(format_mb(gpu.get("memoryMB"))),
             Text("FAKE", style="bold magenta") if gpu.get("fake") else Text("real"),
             health_text(gpu.get("healthy")),
-            plain(gpu.get("job")) if gpu.get("job") else Text("free", style="green"),
+            gpu_holder(gpu),
         )
     return table
+
+
+def gpu_holder(gpu: dict[str, Any]) -> Text:
+    """The job holding a GPU, `busy` (held by a job you may not see) or `free`."""
+    if gpu.get("job"):
+        return plain(gpu.get("job"))
+    return Text("busy", style="yellow") if gpu.get("busy") else Text("free", style="green")
 
 
 def health_text(healthy: Any) -> Text:
@@ -335,8 +351,9 @@ def render_spec_errors(console: Console, detail: str, errors: list[dict[str, Any
     """A 422: the server's sentence, then one `path: message` line per field error."""
     console.print(Text.assemble(("spec rejected: ", "bold red"), str(detail)))
     lines = [
-        Text.assemble("  • ", (str(e.get("path") or "(spec)"), "bold"), ": ",
-                      str(e.get("message", "")))
+        Text.assemble(
+            "  • ", (str(e.get("path") or "(spec)"), "bold"), ": ", str(e.get("message", ""))
+        )
         for e in errors
     ]
     if lines:

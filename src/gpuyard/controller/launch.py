@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
-from gpuyard.model import Node
+from gpuyard.model import Node, Tenant
 from gpuyard.runtime.types import TaskLaunch
 from gpuyard.spec import JobSpec
 from gpuyard.store import JobRecord, TaskRecord
 
+NOBODY = (65534, 65534)
+
+
+def run_as(tenant: Tenant | None) -> tuple[int, int]:
+    """Tasks run as `nobody` unless their tenant allows root (or no tenants are configured)."""
+    return (0, 0) if tenant is None or tenant.allow_root else NOBODY
+
 
 def build_launch(
-    job: JobRecord, spec: JobSpec, task: TaskRecord, node: Node, pids_limit: int
+    job: JobRecord,
+    spec: JobSpec,
+    task: TaskRecord,
+    node: Node,
+    pids_limit: int,
+    tenant: Tenant | None = None,
 ) -> TaskLaunch:
     role = spec.task_roles[task.role]
     by_index = {g.index: g for g in node.gpus}
@@ -30,5 +42,6 @@ def build_launch(
         image=spec.image,
         pids_limit=pids_limit,
         resumed=task.attempt > 1,
+        run_as=run_as(tenant),
         role_task_counts=tuple((name, r.task_number) for name, r in spec.task_roles.items()),
     )

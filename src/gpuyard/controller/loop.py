@@ -23,21 +23,20 @@ from concurrent.futures import ThreadPoolExecutor
 
 from gpuyard.controller.launch import build_launch
 from gpuyard.controller.lifecycle import Outcome, Verdict, decide, task_end_state
+from gpuyard.controller.view import ViewBuilder
 from gpuyard.engine import Engine, NodeUnavailable
 from gpuyard.model import (
     Clock,
     JobPlacement,
     JobState,
     Node,
-    Resources,
-    TaskPlacement,
     TaskReason,
     TaskState,
 )
 from gpuyard.runtime.errors import ImageError
 from gpuyard.runtime.types import TaskLaunch, TaskPhase, TaskStatus
-from gpuyard.scheduler import schedule
-from gpuyard.spec import JobSpec, job_demand, parse_job_spec
+from gpuyard.scheduler import Scheduler, SchedulerConfig
+from gpuyard.spec import JobSpec, parse_job_spec
 from gpuyard.store import (
     JobAlreadyEnded,
     JobNotFound,
@@ -63,6 +62,7 @@ class Controller:
         interval_s: float = 0.5,
         stop_grace_s: float = 10.0,
         pids_limit: int = 4096,
+        scheduler_config: SchedulerConfig | None = None,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -71,6 +71,8 @@ class Controller:
         self.stop_grace_s = stop_grace_s
         self.pids_limit = pids_limit
         self._specs: dict[str, JobSpec] = {}
+        self.scheduler = Scheduler(scheduler_config)
+        self._views = ViewBuilder(store, self._spec)
         self._wake = threading.Event()
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
@@ -238,23 +240,28 @@ class Controller:
         queued = [j for j in self.store.jobs.in_states(JobState.QUEUED) if not j.stop_requested]
         if not queued:
             return
-        held = [_placement(t) for t in self.store.jobs.active_tasks()]
-        by_id = {j.id: j for j in queued}
-        demands = [job_demand(self._spec(j), j.id, j.seq) for j in queued]
-        # the snapshot was charged by `schedule` (assume); bind commits, start tells the node
-        result = schedule(nodes, held, demands)
+        view = self._views.build(nodes, queued, self.clock.now())
+        # the scheduler assumed its placements on its snapshot; bind commits, start tells the node
+        result = self.scheduler.cycle(view)
+        for p in result.preempt:
+            log.info("preempting %s for %s: %s", p.job_id, p.for_job_id, p.reason)
+            self.preempt(p.job_id, p.grace_s)
         self.store.jobs.set_pending(
             {jid: (str(r.code), r.message) for jid, r in result.pending_reasons.items()}
         )
+        by_id = {j.id: j for j in queued}
         node_by_name = {n.name: n for n in nodes}
         launches = []
-        for placement in result.admit:
+        for placement, admission in zip(result.admit, result.admissions, strict=True):
             job = by_id[placement.job_id]
-            for task in self.store.jobs.bind(job.id, job.attempt, _new_tasks(placement)):
+            bound = self.store.jobs.bind(
+                job.id, job.attempt, _new_tasks(placement), admission.borrowed
+            )
+            for task in bound:
                 node = node_by_name[task.node]
-                launches.append(
-                    (task, build_launch(job, self._spec(job), task, node, self.pids_limit))
-                )
+                tenant = view.tenants.get(job.tenant) if view.tenants else None
+                launch = build_launch(job, self._spec(job), task, node, self.pids_limit, tenant)
+                launches.append((task, launch))
         self._start_all(launches)
 
     def _start_all(self, launches: list[tuple[TaskRecord, TaskLaunch]]) -> None:
@@ -309,8 +316,3 @@ def _new_tasks(placement: JobPlacement) -> list[NewTask]:
         )
         for t in placement.tasks
     ]
-
-
-def _placement(t: TaskRecord) -> TaskPlacement:
-    used = Resources(t.cpu_milli, t.memory_mb, len(t.gpus))
-    return TaskPlacement(t.role, t.index, t.node, t.gpus, used)

@@ -121,7 +121,10 @@ def ensure_hugetlb_mount(target: Path = CGROUP_ROOT / "hugetlb") -> bool:
     target.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
         ["mount", "-t", "cgroup", "-o", "hugetlb", "cgroup", str(target)],
-        capture_output=True, text=True, timeout=30, check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
     )
     if done.returncode != 0:
         raise OSError(f"cannot mount the hugetlb cgroup at {target}: {done.stderr.strip()}")

@@ -91,8 +91,13 @@ class ContainerRuntime:
     def _write_task(self, td: TaskDir, launch: TaskLaunch) -> None:
         td.bundle.mkdir()
         td.work.mkdir()
+        uid, gid = launch.run_as
+        os.chown(td.work, uid, gid)
         if launch.output_dir:
-            Path(launch.output_dir).mkdir(parents=True, exist_ok=True)
+            output = Path(launch.output_dir)
+            if not output.exists():  # a dir we create belongs to the task's user
+                output.mkdir(parents=True)
+                os.chown(output, uid, gid)
         config = self.container_config(launch, td.work)
         write_json(td.launch, dataclasses.asdict(launch))
         write_json(

@@ -31,8 +31,16 @@ CPU_PERIOD_US = 100_000
 NOFILE = 65536
 CAPABILITIES = ["CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"]  # runc spec's set
 MASKED_PATHS = [
-    "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
-    "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware", "/proc/scsi",
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/sys/firmware",
+    "/proc/scsi",
 ]
 READONLY_PATHS = ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"]
 
@@ -53,16 +61,36 @@ def system_mounts(memory_mb: int) -> list[Mount]:
     shm = max(64, memory_mb)
     return [
         {"destination": "/proc", "type": "proc", "source": "proc"},
-        {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
-         "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
-        {"destination": "/dev/pts", "type": "devpts", "source": "devpts",
-         "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"]},
-        {"destination": "/dev/shm", "type": "tmpfs", "source": "shm",
-         "options": ["nosuid", "noexec", "nodev", "mode=1777", f"size={shm}m"]},
-        {"destination": "/dev/mqueue", "type": "mqueue", "source": "mqueue",
-         "options": ["nosuid", "noexec", "nodev"]},
-        {"destination": "/sys", "type": "sysfs", "source": "sysfs",
-         "options": ["nosuid", "noexec", "nodev", "ro"]},
+        {
+            "destination": "/dev",
+            "type": "tmpfs",
+            "source": "tmpfs",
+            "options": ["nosuid", "strictatime", "mode=755", "size=65536k"],
+        },
+        {
+            "destination": "/dev/pts",
+            "type": "devpts",
+            "source": "devpts",
+            "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"],
+        },
+        {
+            "destination": "/dev/shm",
+            "type": "tmpfs",
+            "source": "shm",
+            "options": ["nosuid", "noexec", "nodev", "mode=1777", f"size={shm}m"],
+        },
+        {
+            "destination": "/dev/mqueue",
+            "type": "mqueue",
+            "source": "mqueue",
+            "options": ["nosuid", "noexec", "nodev"],
+        },
+        {
+            "destination": "/sys",
+            "type": "sysfs",
+            "source": "sysfs",
+            "options": ["nosuid", "noexec", "nodev", "ro"],
+        },
     ]
 
 
@@ -100,16 +128,25 @@ def nofile_limit() -> int:
     return NOFILE if hard == resource.RLIM_INFINITY else min(NOFILE, hard)
 
 
+def capabilities(uid: int) -> dict[str, list[str]]:
+    """root gets runc's default set; any other user none (only the bounding set stays)."""
+    if uid == 0:
+        return {
+            kind: list(CAPABILITIES) for kind in ("bounding", "effective", "permitted", "ambient")
+        }
+    return {"bounding": list(CAPABILITIES), "effective": [], "permitted": [], "ambient": []}
+
+
 def process(launch: TaskLaunch) -> dict[str, Any]:
     nofile = nofile_limit()
+    uid, gid = launch.run_as
     return {
         "terminal": False,
-        "user": {"uid": 0, "gid": 0},
+        "user": {"uid": uid, "gid": gid},
         "args": ["/bin/sh", "-c", launch.command],
         "env": build_env(launch),
         "cwd": WORKDIR,
-        "capabilities": {kind: list(CAPABILITIES) for kind in
-                         ("bounding", "effective", "permitted", "ambient")},
+        "capabilities": capabilities(uid),
         "rlimits": [{"type": "RLIMIT_NOFILE", "hard": nofile, "soft": nofile}],
         "noNewPrivileges": True,
     }

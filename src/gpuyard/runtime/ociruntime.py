@@ -80,8 +80,16 @@ def find_runtime(name_or_path: str) -> OciRuntime:
 def _probe_launch() -> TaskLaunch:
     key = f"gpuyard-probe-{os.getpid()}-{next(_probe_seq)}"
     return TaskLaunch(
-        key=key, job_id="probe", job_name="probe", role="probe", index=0, attempt=0,
-        command="true", cpu=0.1, memory_mb=64, pids_limit=16,
+        key=key,
+        job_id="probe",
+        job_name="probe",
+        role="probe",
+        index=0,
+        attempt=0,
+        command="true",
+        cpu=0.1,
+        memory_mb=64,
+        pids_limit=16,
     )
 
 
@@ -93,14 +101,21 @@ def _run_probe(rt: OciRuntime, rootfs: Rootfs, scratch: Path) -> str | None:
     try:
         done = subprocess.run(
             rt.command("run", "--bundle", str(bundle), launch.key),
-            stdin=subprocess.DEVNULL, capture_output=True, text=True,
-            timeout=PROBE_TIMEOUT_S, check=False,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{rt.name}: {e}"
     finally:
-        subprocess.run(rt.command("delete", "--force", launch.key), capture_output=True,
-                       timeout=PROBE_TIMEOUT_S, check=False)
+        subprocess.run(
+            rt.command("delete", "--force", launch.key),
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
         shutil.rmtree(bundle, ignore_errors=True)
     if done.returncode != 0:
         return f"{rt.name} cannot run a container here: {done.stderr.strip()[-2000:]}"

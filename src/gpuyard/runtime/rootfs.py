@@ -47,7 +47,9 @@ def bind(source: str, destination: str, readonly: bool) -> Mount:
 
 def tmpfs(destination: str, *options: str) -> Mount:
     return {
-        "type": "tmpfs", "source": "tmpfs", "destination": destination,
+        "type": "tmpfs",
+        "source": "tmpfs",
+        "destination": destination,
         "options": ["nosuid", "nodev", *options],
     }
 

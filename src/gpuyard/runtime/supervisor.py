@@ -117,8 +117,12 @@ class Supervisor:
     def _rt(self, *args: str, log_fd: int | None = None) -> subprocess.CompletedProcess[bytes]:
         out = log_fd if log_fd is not None else subprocess.DEVNULL
         return subprocess.run(
-            self.rt.command(*args, log=self.td.runtime_log), stdin=subprocess.DEVNULL,
-            stdout=out, stderr=out, timeout=RT_TIMEOUT_S, check=False,
+            self.rt.command(*args, log=self.td.runtime_log),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            timeout=RT_TIMEOUT_S,
+            check=False,
         )
 
     def _launch_step(self, log_fd: int, *args: str) -> None:
@@ -132,8 +136,15 @@ class Supervisor:
 
     def create(self, log_fd: int) -> int:
         """Create the container; the pid (host namespace) of its init."""
-        self._launch_step(log_fd, "create", "--bundle", str(self.td.bundle),
-                          "--pid-file", str(self.td.container_pid), self.cid)
+        self._launch_step(
+            log_fd,
+            "create",
+            "--bundle",
+            str(self.td.bundle),
+            "--pid-file",
+            str(self.td.container_pid),
+            self.cid,
+        )
         return int(self.td.container_pid.read_text().strip())
 
     def delete(self) -> None:
@@ -222,8 +233,11 @@ class Supervisor:
         reason = exit_reason(code, sig, oom_kills)
         notes = list(self.notes)
         if reason == TaskReason.OOM_KILLED:
-            notes.insert(0, f"out of memory: the task used more than its {self.memory_mb} MB "
-                            f"limit and the kernel killed it (oom_kill {oom_kills})")
+            notes.insert(
+                0,
+                f"out of memory: the task used more than its {self.memory_mb} MB "
+                f"limit and the kernel killed it (oom_kill {oom_kills})",
+            )
         if reason == TaskReason.COMPLETED:
             self.finish(code, reason, "\n".join(notes))
             return
@@ -237,8 +251,7 @@ class Supervisor:
 
     def launch(self) -> int | None:
         """Create and start the container; its init pid, or None if it ended another way."""
-        log_fd = os.open(self.td.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                         0o644)
+        log_fd = os.open(self.td.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         init_pid = None
         try:
             init_pid = self.create(log_fd)
@@ -299,8 +312,12 @@ def supervise(td: TaskDir, stop: StopFlag) -> int:
         with contextlib.suppress(Exception):
             spec = read_json(td.task) or {}
             rt = OciRuntime.from_json(spec["runtime"])
-            subprocess.run(rt.command("delete", "--force", str(spec["containerId"])),
-                           capture_output=True, timeout=RT_TIMEOUT_S, check=False)
+            subprocess.run(
+                rt.command("delete", "--force", str(spec["containerId"])),
+                capture_output=True,
+                timeout=RT_TIMEOUT_S,
+                check=False,
+            )
         message = with_log(f"task supervisor failed: {type(e).__name__}: {e}", td.log)
         td.write_exit(TaskExit(None, TaskReason.AGENT_ERROR, time.time(), message))
         return 1

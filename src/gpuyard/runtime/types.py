@@ -32,6 +32,7 @@ class TaskLaunch:
     pids_limit: int = 4096
     role_task_counts: tuple[tuple[str, int], ...] = field(default=())  # role → taskNumber
     resumed: bool = False  # a later attempt: a checkpoint in /output may be waiting
+    run_as: tuple[int, int] = (0, 0)  # uid, gid of the task's processes in the container
 
 
 class TaskPhase(enum.StrEnum):

@@ -98,19 +98,25 @@ class Round:
         )
 
     def order_key(self, tenant: str) -> tuple:
+        """Heads that fit their tenant's guarantee before heads that would borrow (as Kueue
+        orders its entries), so a lender's job is admitted before a borrower can take its
+        quota again; then weighted dominant share, priority, age."""
         head = self.head(tenant)
+        borrows = not any(self._within(head, f) for f in self._candidate_flavors(head))
         share = self.state.book.share_key(tenant)
-        return (share, -head.priority, head.submitted_at, head.seq, tenant)
+        return (borrows, share, -head.priority, head.submitted_at, head.seq, tenant)
+
+    def _candidate_flavors(self, job: JobDemand) -> list[str | None]:
+        return matching_flavors(job, self.state.snapshot.flavors)
+
+    def _within(self, job: JobDemand, flavor: str | None) -> bool:
+        book = self.state.book
+        g = book.guarantee(job.tenant, flavor) if flavor else None
+        return g is None or book.usage(job.tenant, flavor) + job.total.gpus <= g
 
     def _flavors(self, job: JobDemand) -> list[str | None]:
-        flavors = matching_flavors(job, self.state.snapshot.flavors)
-        book, gpus = self.state.book, job.total.gpus
-
-        def within(f: str | None) -> bool:
-            g = book.guarantee(job.tenant, f) if f else None
-            return g is None or book.usage(job.tenant, f) + gpus <= g
-
-        return sorted(flavors, key=lambda f: (not within(f), f or ""))
+        flavors = self._candidate_flavors(job)
+        return sorted(flavors, key=lambda f: (not self._within(job, f), f or ""))
 
     # ---- admit -------------------------------------------------------------------------
 

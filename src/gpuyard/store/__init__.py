@@ -1,4 +1,5 @@
-"""Persistence: jobs, tasks, events and nodes in SQLite (embedded) or PostgreSQL (by URL)."""
+"""Persistence: jobs, tasks, events, nodes, tenants, users and tokens in SQLite (embedded) or
+PostgreSQL (by URL)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,25 @@ from gpuyard.store.db import make_engine, migrate, session_factory, sqlite_url
 from gpuyard.store.jobs import JobAlreadyEnded, JobNotFound, JobRepo, NewJob, NewTask, task_key
 from gpuyard.store.nodes import NodeRepo
 from gpuyard.store.records import EventRecord, JobRecord, TaskRecord
+from gpuyard.store.tenants import (
+    TenantExists,
+    TenantNotFound,
+    TenantRecord,
+    TenantRepo,
+    tenant_doc,
+    tenant_of,
+)
+from gpuyard.store.tokens import NewToken, TokenNotFound, TokenRecord, TokenRepo
+from gpuyard.store.usage import UsageRepo
+from gpuyard.store.users import (
+    Membership,
+    PlatformRole,
+    TenantRole,
+    UserExists,
+    UserNotFound,
+    UserRecord,
+    UserRepo,
+)
 
 
 @dataclass
@@ -19,6 +39,10 @@ class Store:
     engine: Engine
     jobs: JobRepo
     nodes: NodeRepo
+    tenants: TenantRepo
+    users: UserRepo
+    tokens: TokenRepo
+    usage: UsageRepo
 
     def close(self) -> None:
         self.engine.dispose()
@@ -37,11 +61,37 @@ def open_store(
     migrate(engine)
     sessions = session_factory(engine)
     clk = clock or SystemClock()
-    return Store(engine, JobRepo(sessions, clk), NodeRepo(sessions, clk))
+    return Store(
+        engine,
+        JobRepo(sessions, clk),
+        NodeRepo(sessions, clk),
+        TenantRepo(sessions, clk),
+        UserRepo(sessions, clk),
+        TokenRepo(sessions, clk),
+        UsageRepo(sessions),
+    )
 
 
 __all__ = [
     "EventRecord",
+    "Membership",
+    "NewToken",
+    "PlatformRole",
+    "TenantExists",
+    "TenantNotFound",
+    "TenantRecord",
+    "TenantRepo",
+    "TenantRole",
+    "TokenNotFound",
+    "TokenRecord",
+    "TokenRepo",
+    "UsageRepo",
+    "UserExists",
+    "UserNotFound",
+    "UserRecord",
+    "UserRepo",
+    "tenant_doc",
+    "tenant_of",
     "JobAlreadyEnded",
     "JobNotFound",
     "JobRecord",

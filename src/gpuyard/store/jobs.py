@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,13 +69,20 @@ class JobRepo:
             return JobRecord.of(row) if row else None
 
     def list(
-        self, states: Iterable[str] = (), tenant: str | None = None, limit: int = 100
+        self,
+        states: Iterable[str] = (),
+        tenant: str | None = None,
+        limit: int = 100,
+        tenants: Collection[str] | None = None,
     ) -> list[JobRecord]:
+        """Newest first; `tenant` one tenant, `tenants` any of these (None: no filter)."""
         q = select(JobRow).order_by(JobRow.seq.desc()).limit(max(1, min(limit, 1000)))
         if states := list(states):
             q = q.where(JobRow.state.in_(states))
         if tenant:
             q = q.where(JobRow.tenant == tenant)
+        if tenants is not None:
+            q = q.where(JobRow.tenant.in_(list(tenants)))
         with self._sessions() as s:
             return [JobRecord.of(r) for r in s.scalars(q)]
 
@@ -130,6 +137,7 @@ class JobRepo:
                 retries_used=0,
                 spec=json.dumps(job.spec),
                 submitted_at=now,
+                queued_at=now,
             )
             s.add(row)
             s.flush()  # the job row first: events reference it
@@ -168,20 +176,33 @@ class JobRepo:
             _move(s, row, to, reason, message, now)
             for name, value in fields.items():
                 setattr(row, name, value)
+            if to == JobState.QUEUED:  # a new attempt waits from now, and borrows nothing yet
+                row.queued_at, row.borrowed = now, "[]"
             if to.is_final:  # an ended job keeps why it ended
                 row.finished_at, row.reason, row.message = now, reason, message
                 row.pending_code = row.pending_reason = None
             return JobRecord.of(row)
 
-    def bind(self, job_id: str, attempt: int, tasks: Sequence[NewTask]) -> list[TaskRecord]:
-        """QUEUED → SCHEDULED with one STARTING task row per placed task, in one transaction."""
+    def bind(
+        self,
+        job_id: str,
+        attempt: int,
+        tasks: Sequence[NewTask],
+        borrowed: Sequence[tuple[str, int]] = (),
+    ) -> list[TaskRecord]:
+        """QUEUED → SCHEDULED with one STARTING task row per placed task, in one transaction.
+
+        `borrowed`: what the job takes beyond its tenant's guarantee (opportunistic if any).
+        """
         now = self._clock.now()
         with self._sessions.begin() as s:
             row = s.get(JobRow, job_id)
             if row is None or row.state != JobState.QUEUED or row.attempt != attempt:
                 return []
-            _move(s, row, JobState.SCHEDULED, "Scheduled", _where(tasks), now)
+            how = "Scheduled (opportunistic)" if any(n > 0 for _, n in borrowed) else "Scheduled"
+            _move(s, row, JobState.SCHEDULED, how, _where(tasks), now)
             row.pending_code = row.pending_reason = None
+            row.borrowed = json.dumps([[f, n] for f, n in borrowed])
             rows = [
                 TaskRow(
                     job_id=job_id,

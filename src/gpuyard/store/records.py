@@ -33,6 +33,13 @@ class JobRecord:
     pending_code: str | None
     pending_reason: str | None
     stop_requested: str | None
+    queued_at: float | None = None
+    borrowed: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def opportunistic(self) -> bool:
+        """Admitted beyond its tenant's guarantee: it may be preempted when the lender reclaims."""
+        return any(amount > 0 for _, amount in self.borrowed)
 
     @classmethod
     def of(cls, r: JobRow) -> JobRecord:
@@ -56,6 +63,8 @@ class JobRecord:
             r.pending_code,
             r.pending_reason,
             r.stop_requested,
+            r.queued_at,
+            tuple((str(f), int(n)) for f, n in json.loads(r.borrowed or "[]")),
         )
 
 

@@ -1,4 +1,5 @@
-"""The database tables: jobs, tasks (one row per task per attempt), events and nodes."""
+"""The database tables: jobs, tasks (one row per task per attempt), events, nodes; tenants,
+users, their memberships in tenants and their API tokens (hashed)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ class JobRow(Base):
     pending_code: Mapped[str | None] = mapped_column(String(64))
     pending_reason: Mapped[str | None] = mapped_column(Text)
     stop_requested: Mapped[str | None] = mapped_column(String(32))  # Cancelled | Timeout
+    queued_at: Mapped[float | None] = mapped_column(Float)  # when this attempt was queued
+    borrowed: Mapped[str] = mapped_column(Text, default="[]")  # JSON [[flavor, amount]]
 
 
 class TaskRow(Base):
@@ -84,3 +87,45 @@ class NodeRow(Base):
     schedulable: Mapped[bool] = mapped_column(Boolean, default=True)
     engine: Mapped[str] = mapped_column(String(32), default="local")
     last_seen: Mapped[float] = mapped_column(Float)
+
+
+class TenantRow(Base):
+    __tablename__ = "tenants"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    settings: Mapped[str] = mapped_column(Text)  # the Tenant's fields (but its name), JSON
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class UserRow(Base):
+    __tablename__ = "users"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    role: Mapped[str] = mapped_column(String(16))  # admin | user (platform role)
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class MembershipRow(Base):
+    __tablename__ = "memberships"
+
+    user: Mapped[str] = mapped_column(
+        ForeignKey("users.name", ondelete="CASCADE"), primary_key=True
+    )
+    tenant: Mapped[str] = mapped_column(
+        ForeignKey("tenants.name", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    role: Mapped[str] = mapped_column(String(16))  # tenant-admin | member | viewer
+
+
+class TokenRow(Base):
+    __tablename__ = "tokens"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)  # public id, never secret
+    user: Mapped[str] = mapped_column(ForeignKey("users.name", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)  # sha256 hex of the token
+    name: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[float] = mapped_column(Float)
+    last_used_at: Mapped[float | None] = mapped_column(Float)
+    expires_at: Mapped[float | None] = mapped_column(Float)
+    revoked_at: Mapped[float | None] = mapped_column(Float)

@@ -1,4 +1,4 @@
-"""Job endpoints: thin handlers that call one service function and return."""
+"""Job endpoints: thin handlers that authorise, call one service function and return."""
 
 from __future__ import annotations
 
@@ -7,21 +7,26 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
+from gpuyard.api.auth import CallerDep
+from gpuyard.api.authz import JobAction, authorize_job, authorize_submit, visible_tenants
 from gpuyard.api.deps import ControllerDep
 from gpuyard.api.schemas import (
     Cancelled,
+    ErrorOut,
     EventList,
     JobDetail,
     JobList,
-    JobSummary,
     SpecErrorOut,
     Submitted,
     event_out,
-    job_summary,
 )
 from gpuyard.api.services import jobs as svc
 
-router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
+router = APIRouter(
+    prefix="/api/v1/jobs",
+    tags=["jobs"],
+    responses={401: {"model": ErrorOut}, 403: {"model": ErrorOut}, 404: {"model": ErrorOut}},
+)
 
 MAX_SPEC_BYTES = 1 << 20
 
@@ -41,12 +46,17 @@ MAX_SPEC_BYTES = 1 << 20
         }
     },
 )
-async def submit_job(request: Request, response: Response, ctl: ControllerDep) -> Submitted:
-    """Submit a job spec (our format or OpenPAI protocol v2) as YAML or JSON."""
+async def submit_job(
+    request: Request, response: Response, ctl: ControllerDep, caller: CallerDep
+) -> Submitted:
+    """Submit a job spec (our format or OpenPAI protocol v2) as YAML or JSON; the caller
+    must be a member or tenant admin of the spec's tenant, and it becomes the job's owner."""
     body = await request.body()
     if len(body) > MAX_SPEC_BYTES:
         raise HTTPException(413, f"a job spec may be at most {MAX_SPEC_BYTES} bytes")
-    job = svc.submit(ctl, body, request.headers.get("content-type"))
+    spec = svc.read_spec(ctl, body, request.headers.get("content-type"))
+    authorize_submit(caller, spec.tenant)
+    job = svc.submit(ctl, spec, caller.name)
     response.headers["Location"] = f"/api/v1/jobs/{job.id}"
     return Submitted(id=job.id, name=job.name, state=str(job.state))
 
@@ -54,28 +64,31 @@ async def submit_job(request: Request, response: Response, ctl: ControllerDep) -
 @router.get("", response_model=JobList)
 def list_jobs(
     ctl: ControllerDep,
+    caller: CallerDep,
     state: Annotated[list[str] | None, Query()] = None,
     tenant: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> JobList:
-    jobs = ctl.store.jobs.list([s.upper() for s in state or []], tenant, limit)
-    return JobList(jobs=[JobSummary(**job_summary(j)) for j in jobs])
+    """Jobs of the caller's tenants (every tenant for a platform admin), newest first."""
+    return svc.list_jobs(ctl, state or [], tenant, limit, visible_tenants(caller))
 
 
 @router.get("/{job_id}", response_model=JobDetail)
-def get_job(job_id: str, ctl: ControllerDep) -> JobDetail:
+def get_job(job_id: str, ctl: ControllerDep, caller: CallerDep) -> JobDetail:
+    authorize_job(caller, svc.get_job(ctl, job_id), JobAction.SEE)
     return svc.job_detail(ctl, job_id)
 
 
 @router.post("/{job_id}/cancel", status_code=202, response_model=Cancelled)
-def cancel_job(job_id: str, ctl: ControllerDep) -> Cancelled:
+def cancel_job(job_id: str, ctl: ControllerDep, caller: CallerDep) -> Cancelled:
+    authorize_job(caller, svc.get_job(ctl, job_id), JobAction.CANCEL)
     job = svc.cancel(ctl, job_id)
     return Cancelled(id=job.id, state=str(job.state), stop_requested=job.stop_requested)
 
 
 @router.get("/{job_id}/events", response_model=EventList)
-def job_events(job_id: str, ctl: ControllerDep) -> EventList:
-    svc.get_job(ctl, job_id)
+def job_events(job_id: str, ctl: ControllerDep, caller: CallerDep) -> EventList:
+    authorize_job(caller, svc.get_job(ctl, job_id), JobAction.SEE)
     return EventList(events=[event_out(e) for e in ctl.store.jobs.events(job_id)])
 
 
@@ -83,6 +96,7 @@ def job_events(job_id: str, ctl: ControllerDep) -> EventList:
 def job_logs(
     job_id: str,
     ctl: ControllerDep,
+    caller: CallerDep,
     task: Annotated[str | None, Query(pattern=r"^[A-Za-z][A-Za-z0-9_]*/\d+$")] = None,
     attempt: Annotated[int | None, Query(ge=1)] = None,
     tail: Annotated[int | None, Query(ge=0, le=100_000)] = None,
@@ -90,6 +104,7 @@ def job_logs(
 ) -> StreamingResponse:
     """A task's stdout and stderr; `follow=true` streams until the task ends."""
     job = svc.get_job(ctl, job_id)
+    authorize_job(caller, job, JobAction.LOGS)
     chosen = svc.pick_task(ctl, job, task, attempt)
     return StreamingResponse(
         svc.stream_log(ctl, chosen, tail, follow), media_type="text/plain; charset=utf-8"

@@ -1,27 +1,68 @@
-"""What the job endpoints do: submit, list, show, cancel, events, logs (routers stay thin)."""
+"""What the job endpoints do: submit, list, show, cancel, events, logs (routers stay thin).
+
+Authorisation is the routers' job (`gpuyard.api.authz`); these functions trust their caller.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
 
-from gpuyard.api.schemas import JobDetail, event_out, job_summary, task_out
+from gpuyard.api.schemas import JobDetail, JobList, JobSummary, event_out, job_summary, task_out
+from gpuyard.api.services.storage import check_storage
 from gpuyard.controller import Controller
 from gpuyard.model import JobState
-from gpuyard.spec import load_job_spec
+from gpuyard.spec import FieldError, JobSpec, SpecError, load_job_spec
 from gpuyard.store import JobNotFound, JobRecord, NewJob, TaskRecord
 
 LOG_CHUNK = 64 * 1024
 FOLLOW_POLL_S = 0.2
 
 
-def submit(ctl: Controller, body: bytes, content_type: str | None) -> JobRecord:
+def read_spec(ctl: Controller, body: bytes, content_type: str | None) -> JobSpec:
+    """The validated spec, its tenant known to exist (else 422 with the path `tenant`)."""
     spec = load_job_spec(body, content_type)  # raises SpecError with every bad field
+    if not ctl.store.tenants.exists(spec.tenant):
+        raise SpecError(
+            [
+                FieldError(
+                    "tenant", f"there is no tenant {spec.tenant!r}; `gpuyard whoami` lists yours"
+                )
+            ]
+        )
+    return spec
+
+
+def submit(ctl: Controller, spec: JobSpec, owner: str) -> JobRecord:
+    """Queue the job for `owner` once its dirs pass the tenant's storage roots."""
+    tenant = ctl.store.tenants.get(spec.tenant)
+    if tenant is None:  # deleted since read_spec
+        raise SpecError([FieldError("tenant", f"there is no tenant {spec.tenant!r}")])
+    check_storage(spec, tenant.tenant)
     job = ctl.store.jobs.submit(
-        NewJob(spec.name, spec.tenant, spec.priority, spec.retry_count, spec.to_document())
+        NewJob(
+            spec.name, spec.tenant, spec.priority, spec.retry_count, spec.to_document(), owner=owner
+        )
     )
     ctl.wake()
     return job
+
+
+def list_jobs(
+    ctl: Controller,
+    states: list[str],
+    tenant: str | None,
+    limit: int,
+    visible: frozenset[str] | None,
+) -> JobList:
+    """Jobs newest first, only of the `visible` tenants (None: all)."""
+    tenants = (
+        visible
+        if tenant is None
+        else (frozenset({tenant}) if visible is None or tenant in visible else frozenset())
+    )
+    jobs = ctl.store.jobs.list([s.upper() for s in states], tenants=tenants, limit=limit)
+    return JobList(jobs=[JobSummary(**job_summary(j)) for j in jobs])
 
 
 def get_job(ctl: Controller, job_id: str) -> JobRecord:

@@ -1,4 +1,5 @@
-"""What the node endpoint shows: each node, what is allocated on it and who holds its GPUs."""
+"""What the node endpoint shows: each node, what is allocated on it and which job holds
+each GPU (if the caller may see that job)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ from gpuyard.api.schemas import Allocated, GpuOut, NodeList, NodeOut
 from gpuyard.controller import Controller
 
 
-def node_list(ctl: Controller) -> NodeList:
+def node_list(ctl: Controller, visible: frozenset[str] | None) -> NodeList:
+    """Every node; a GPU's `job` is named only if it is of a `visible` tenant (None: all)."""
     active = ctl.store.jobs.active_tasks()
+    shown = _shown_jobs(ctl, {t.job_id for t in active}, visible)
     out = []
     for node in ctl.engine.nodes():
         mine = [t for t in active if t.node == node.name]
@@ -20,7 +23,8 @@ def node_list(ctl: Controller) -> NodeList:
                 memory_mb=g.memory_mb,
                 fake=g.fake,
                 healthy=g.healthy,
-                job=holder.get(g.index),
+                busy=g.index in holder,
+                job=holder.get(g.index) if holder.get(g.index) in shown else None,
             )
             for g in node.gpus
         ]
@@ -40,3 +44,10 @@ def node_list(ctl: Controller) -> NodeList:
             )
         )
     return NodeList(nodes=out)
+
+
+def _shown_jobs(ctl: Controller, job_ids: set[str], visible: frozenset[str] | None) -> set[str]:
+    if visible is None:
+        return job_ids
+    jobs = (ctl.store.jobs.get(j) for j in job_ids)
+    return {j.id for j in jobs if j is not None and j.tenant in visible}

@@ -1,30 +1,12 @@
-"""Response bodies of the REST API (camelCase JSON), built from store records."""
+"""Job response bodies (camelCase JSON), built from store records."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
+from gpuyard.api.schemas.common import FieldErrorOut, Out, iso
 from gpuyard.model import GpuDevice, Node
 from gpuyard.store import EventRecord, JobRecord, TaskRecord
-
-
-class Out(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-
-def iso(t: float | None) -> str | None:
-    if t is None:
-        return None
-    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-class FieldErrorOut(Out):
-    path: str
-    message: str
 
 
 class SpecErrorOut(Out):
@@ -73,6 +55,7 @@ class JobSummary(Out):
     id: str
     name: str
     tenant: str
+    owner: str | None
     state: str
     priority: int
     attempt: int
@@ -108,35 +91,6 @@ class Cancelled(Out):
     stop_requested: str | None
 
 
-class GpuOut(Out):
-    index: int
-    uuid: str
-    type: str
-    memory_mb: int
-    fake: bool
-    healthy: bool
-    job: str | None
-
-
-class Allocated(Out):
-    cpu: float
-    memory_mb: int
-    gpus: int
-
-
-class NodeOut(Out):
-    name: str
-    cpu: float
-    memory_mb: int
-    schedulable: bool
-    allocated: Allocated
-    gpus: list[GpuOut]
-
-
-class NodeList(Out):
-    nodes: list[NodeOut]
-
-
 def job_summary(j: JobRecord) -> dict[str, Any]:
     roles = j.spec.get("taskRoles", {})
     gpus = sum(int(r.get("gpuNumber", 0)) * int(r.get("taskNumber", 1)) for r in roles.values())
@@ -144,6 +98,7 @@ def job_summary(j: JobRecord) -> dict[str, Any]:
         "id": j.id,
         "name": j.name,
         "tenant": j.tenant,
+        "owner": j.owner,
         "state": str(j.state),
         "priority": j.priority,
         "attempt": j.attempt,

@@ -1,0 +1,140 @@
+"""What the tenant endpoints do: create, update, read tenants, and manage their members.
+
+A tenant body is the `gpuyard.model.Tenant` dataclass in camelCase JSON; it is read
+generically, so a field added to `Tenant` is accepted here without a change. Beyond the
+types, `tenant_errors` checks what a type cannot say (no negative quota, a positive weight,
+absolute storage roots).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from gpuyard.api.errors import InvalidInput, invalid_from
+from gpuyard.api.schemas import camel, snake_keys
+from gpuyard.controller import Controller
+from gpuyard.model import Tenant
+from gpuyard.store import (
+    Membership,
+    TenantRecord,
+    TenantRole,
+    UserNotFound,
+    UserRecord,
+    tenant_doc,
+    tenant_of,
+)
+
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+FIELDS = frozenset(f.name for f in dataclasses.fields(Tenant))
+
+
+def parse_tenant(doc: dict[str, Any]) -> Tenant:
+    """A request body → a checked `Tenant`, or `InvalidInput` naming every bad field."""
+    data = snake_keys(doc)
+    unknown = sorted(set(data) - FIELDS)
+    if unknown:
+        known = ", ".join(sorted(camel(f) for f in FIELDS))
+        raise InvalidInput(
+            f"the tenant has {len(unknown)} unknown field(s)",
+            [(camel(k), f"unknown field; known fields: {known}") for k in unknown],
+        )
+    try:
+        tenant = tenant_of(data)
+    except ValidationError as exc:
+        raise invalid_from("tenant", exc) from None
+    if errors := tenant_errors(tenant):
+        n = len(errors)
+        raise InvalidInput(f"the tenant has {n} error{'s' if n != 1 else ''}", errors)
+    return dataclasses.replace(tenant, storage_roots=_normalised(tenant.storage_roots))
+
+
+def tenant_errors(t: Tenant) -> list[tuple[str, str]]:
+    errors = []
+    if not NAME_RE.fullmatch(t.name):
+        errors.append(
+            ("name", "1 to 63 letters, digits, '_', '.' or '-', starting with a letter or digit")
+        )
+    errors += _negative_numbers("", tenant_doc(t))
+    if t.weight <= 0:
+        errors.append(("weight", "must be more than 0"))
+    flavors = [q.flavor for q in t.quotas]
+    for dup in sorted({f for f in flavors if flavors.count(f) > 1}):
+        errors.append(("quotas", f"flavor {dup} is given more than once"))
+    for i, root in enumerate(t.storage_roots):
+        if not root.startswith("/") or ".." in root.split("/"):
+            errors.append(
+                (f"storageRoots[{i}]", f"must be an absolute path without '..', not {root!r}")
+            )
+    return errors
+
+
+def _negative_numbers(prefix: str, data: Any) -> list[tuple[str, str]]:
+    """Every number in the tenant (quotas, limits, budgets) must be 0 or more."""
+    if isinstance(data, dict):
+        return [
+            e
+            for k, v in data.items()
+            for e in _negative_numbers(f"{prefix}.{camel(k)}" if prefix else camel(k), v)
+        ]
+    if isinstance(data, list):
+        return [e for i, v in enumerate(data) for e in _negative_numbers(f"{prefix}[{i}]", v)]
+    if isinstance(data, int | float) and not isinstance(data, bool) and data < 0:
+        return [(prefix, f"must be 0 or more, not {data}")]
+    return []
+
+
+def _normalised(roots: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(os.path.normpath(r) for r in roots))
+
+
+def create(ctl: Controller, doc: dict[str, Any]) -> TenantRecord:
+    return ctl.store.tenants.create(parse_tenant(doc))
+
+
+def update(ctl: Controller, name: str, patch: dict[str, Any]) -> TenantRecord:
+    """Change the fields given in `patch` (camelCase); the others keep their values."""
+    current = get(ctl, name)
+    if "name" in patch and patch["name"] != name:
+        raise InvalidInput("a tenant cannot be renamed", [("name", f"must be {name!r}")])
+    merged = {**_camel_doc(current.tenant), **patch, "name": name}
+    return ctl.store.tenants.update(parse_tenant(merged))
+
+
+def _camel_doc(t: Tenant) -> dict[str, Any]:
+    return {camel(k): v for k, v in tenant_doc(t).items()}
+
+
+def get(ctl: Controller, name: str) -> TenantRecord:
+    record = ctl.store.tenants.get(name)
+    if record is None:
+        raise LookupError(f"no tenant {name}")
+    return record
+
+
+def readable(ctl: Controller, caller: UserRecord) -> list[TenantRecord]:
+    """The tenants `caller` may read: all for a platform admin, else their own."""
+    mine = {m.tenant for m in caller.memberships}
+    return [r for r in ctl.store.tenants.list() if caller.is_admin or r.name in mine]
+
+
+def members(ctl: Controller, tenant: str) -> list[tuple[str, TenantRole]]:
+    get(ctl, tenant)
+    return ctl.store.users.members(tenant)
+
+
+def set_member(ctl: Controller, tenant: str, user: str, role: TenantRole) -> None:
+    get(ctl, tenant)
+    try:
+        ctl.store.users.set_membership(user, Membership(tenant, role))
+    except UserNotFound:
+        raise LookupError(f"no user {user}; a platform admin creates users") from None
+
+
+def remove_member(ctl: Controller, tenant: str, user: str) -> None:
+    if not ctl.store.users.remove_membership(user, tenant):
+        raise LookupError(f"user {user} is not a member of tenant {tenant}")

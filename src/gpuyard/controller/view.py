@@ -1,0 +1,118 @@
+"""What the scheduler sees each cycle: the `ClusterView` built from the store.
+
+Queued jobs become `JobDemand`s (kept between cycles for each attempt: the scheduler's caches
+key on them), jobs holding resources become `RunningJob`s, and tenants with a GPU-hour budget
+get their usage in the current period.
+"""
+
+from __future__ import annotations
+
+from calendar import monthrange
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from gpuyard.model import (
+    BudgetPeriod,
+    JobDemand,
+    JobState,
+    Node,
+    Resources,
+    RunningJob,
+    TaskPlacement,
+    Tenant,
+    TenantUsage,
+)
+from gpuyard.scheduler import ClusterView
+from gpuyard.spec import JobSpec, job_demand
+from gpuyard.store import JobRecord, Store, TaskRecord
+
+
+def period_bounds(now: float, period: BudgetPeriod) -> tuple[float, float]:
+    """The UTC day, ISO week (from Monday) or calendar month that `now` falls in."""
+    t = datetime.fromtimestamp(now, UTC)
+    day = t.replace(hour=0, minute=0, second=0, microsecond=0)
+    if period is BudgetPeriod.DAY:
+        start, end = day, day + timedelta(days=1)
+    elif period is BudgetPeriod.WEEK:
+        start = day - timedelta(days=day.weekday())
+        end = start + timedelta(days=7)
+    else:
+        start = day.replace(day=1)
+        end = start + timedelta(days=monthrange(start.year, start.month)[1])
+    return start.timestamp(), end.timestamp()
+
+
+def task_placement(t: TaskRecord) -> TaskPlacement:
+    used = Resources(t.cpu_milli, t.memory_mb, len(t.gpus))
+    return TaskPlacement(t.role, t.index, t.node, t.gpus, used)
+
+
+class ViewBuilder:
+    def __init__(self, store: Store, spec_of: Callable[[JobRecord], JobSpec]) -> None:
+        self._store = store
+        self._spec_of = spec_of
+        self._demands: dict[tuple[str, int], JobDemand] = {}
+
+    def build(self, nodes: Sequence[Node], queued: Sequence[JobRecord], now: float) -> ClusterView:
+        tenants = {t.name: t for t in self._store.tenants.tenants()}
+        return ClusterView(
+            nodes=nodes,
+            tenants=tenants,
+            running=self._running(),
+            queued=self._queued(queued, now),
+            usage=self._usage(tenants.values(), now),
+            now=now,
+        )
+
+    def _queued(self, queued: Sequence[JobRecord], now: float) -> list[JobDemand]:
+        keys = {(j.id, j.attempt) for j in queued}
+        self._demands = {k: d for k, d in self._demands.items() if k in keys}
+        fresh = [j for j in queued if (j.id, j.attempt) not in self._demands]
+        attained = self._store.usage.attained_by_job((j.id for j in fresh), now)
+        for job in fresh:
+            spec = self._spec_of(job)
+            self._demands[(job.id, job.attempt)] = replace(
+                job_demand(spec, job.id, job.seq),
+                tenant=job.tenant,
+                owner=job.owner,
+                submitted_at=job.queued_at or job.submitted_at,
+                attained_gpu_s=attained.get(job.id, 0.0),
+                max_runtime_s=spec.max_runtime_s,
+            )
+        return [self._demands[(j.id, j.attempt)] for j in queued]
+
+    def _running(self) -> list[RunningJob]:
+        by_job: dict[str, list[TaskRecord]] = defaultdict(list)
+        for t in self._store.jobs.active_tasks():
+            by_job[t.job_id].append(t)
+        bound = self._store.jobs.in_states(JobState.SCHEDULED, JobState.RUNNING)
+        return [self._running_job(j, by_job[j.id]) for j in bound if by_job.get(j.id)]
+
+    def _running_job(self, job: JobRecord, tasks: list[TaskRecord]) -> RunningJob:
+        starts = [t.started_at for t in tasks if t.started_at]
+        return RunningJob(
+            job_id=job.id,
+            tenant=job.tenant,
+            placements=tuple(task_placement(t) for t in tasks),
+            started_at=min(starts) if starts else (job.queued_at or job.submitted_at),
+            priority=job.priority,
+            owner=job.owner,
+            borrowed=job.borrowed,
+            max_runtime_s=self._spec_of(job).max_runtime_s,
+            terminating=job.stop_requested is not None or any(t.stop_sent for t in tasks),
+        )
+
+    def _usage(self, tenants: Iterable[Tenant], now: float) -> dict[str, TenantUsage]:
+        out: dict[str, TenantUsage] = {}
+        used_by_period: dict[BudgetPeriod, dict[str, float]] = {}
+        for tenant in tenants:
+            if tenant.gpu_hour_budget is None:
+                continue
+            start, end = period_bounds(now, tenant.budget_period)
+            if tenant.budget_period not in used_by_period:
+                used_by_period[tenant.budget_period] = self._store.usage.by_tenant(start, now)
+            used_s = used_by_period[tenant.budget_period].get(tenant.name, 0.0)
+            out[tenant.name] = TenantUsage(gpu_hours=used_s / 3600, period_ends_at=end)
+        return out
