@@ -269,3 +269,22 @@ def test_tasks_run_as_nobody_unless_the_tenant_allows_root(store, clock):
     ctl.run_cycle()
     assert engine.launched[engine.keys_on(locked)[0]].run_as == (65534, 65534)
     assert engine.launched[engine.keys_on(trusted)[0]].run_as == (0, 0)
+
+
+def test_max_runtime_counts_from_the_start_of_each_attempt(ctl, store, engine, clock):
+    jid = submit(store, retry=1, maxRuntime="1m")
+    ctl.run_cycle()
+    (first,) = engine.keys_on(jid)
+    engine.run(first)
+    ctl.run_cycle()
+    clock.advance(50)
+    engine.exit(first, 1, "Error(exit 1)")
+    ctl.run_cycle()  # retried as attempt 2, 50 s after the first attempt started
+    second = engine.keys_on(jid)[-1]
+    engine.now = clock.now()
+    engine.run(second)
+    ctl.run_cycle()
+    clock.advance(30)  # 80 s since the job first started, 30 s into this attempt
+    ctl.run_cycle()
+    assert second not in engine.stopped
+    assert store.jobs.get(jid).state == JobState.RUNNING

@@ -42,6 +42,7 @@ from gpuyard.store import (
     JobNotFound,
     JobRecord,
     NewTask,
+    Pending,
     Store,
     TaskRecord,
 )
@@ -180,7 +181,7 @@ class Controller:
             note = (
                 f"retry {used}/{job.retry_count}"
                 if outcome.verdict is Verdict.RETRY
-                else "platform failure, retried without counting"
+                else "retried without counting against retryCount"
             )
             jobs.move(
                 job.id,
@@ -201,7 +202,11 @@ class Controller:
         now = self.clock.now()
         for job in self.store.jobs.in_states(JobState.RUNNING):
             limit = self._spec(job).max_runtime_s
-            if limit and job.started_at and now - job.started_at > limit and not job.stop_requested:
+            if not limit or job.stop_requested:
+                continue
+            starts = [t.started_at for t in self.store.jobs.tasks(job.id, job.attempt)]
+            attempt_start = min((s for s in starts if s), default=None)
+            if attempt_start is not None and now - attempt_start > limit:
                 self.store.jobs.request_stop(job.id, TaskReason.TIMEOUT)
         for job in self.store.jobs.stop_requested():
             if job.state == JobState.QUEUED:
@@ -247,7 +252,10 @@ class Controller:
             log.info("preempting %s for %s: %s", p.job_id, p.for_job_id, p.reason)
             self.preempt(p.job_id, p.grace_s)
         self.store.jobs.set_pending(
-            {jid: (str(r.code), r.message) for jid, r in result.pending_reasons.items()}
+            {
+                jid: Pending(str(r.code), r.message, r.position, r.queue_length, r.estimated_start)
+                for jid, r in result.pending_reasons.items()
+            }
         )
         by_id = {j.id: j for j in queued}
         node_by_name = {n.name: n for n in nodes}
