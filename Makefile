@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := crun runc gcc python3-venv
+APT_PACKAGES := crun runc gcc python3-venv umoci skopeo busybox-static
 PORT   ?= 8080
 
 .PHONY: run test system venv host lint clean

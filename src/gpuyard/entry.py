@@ -9,9 +9,12 @@ from typing import Annotated
 import typer
 
 from gpuyard.cli.main import app
+from gpuyard.imagecmd import image_app
 from gpuyard.server import ServerConfig, default_data_dir, serve
 
 DEFAULT_DATA_DIR = default_data_dir()
+
+app.add_typer(image_app, name="image")  # local-node commands on DATA_DIR/node/images
 
 
 @app.command()

@@ -40,6 +40,7 @@ def runtime(request: pytest.FixtureRequest, container_host: None, tmp_path: Path
             ) -> Iterator[ContainerRuntime]:
     """A ContainerRuntime on crun, then on runc, with its state under the test's tmp dir."""
     rt = ContainerRuntime(tmp_path / "state", runtime=request.param)
+    rt.images.pull_missing = False  # no registry in tests: a missing image fails at once
     yield rt
     leftover = rt.keys()
     for key in leftover:  # never leave a container behind

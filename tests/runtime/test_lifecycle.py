@@ -180,7 +180,7 @@ def test_start_refuses_what_it_cannot_run(
     run_task(runtime, launch)
     with pytest.raises(RuntimeStartError, match="already exists"):
         runtime.start(launch)
-    with pytest.raises(RuntimeStartError, match="images are not supported"):
+    with pytest.raises(RuntimeStartError, match="not on this node"):
         runtime.start(make_launch("true", image="ubuntu:22.04"))
     with pytest.raises(RuntimeStartError, match="does not exist"):
         runtime.start(make_launch("true", data_dir=str(tmp_path / "missing")))

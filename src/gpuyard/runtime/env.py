@@ -1,6 +1,7 @@
-"""The environment of a task's process: defaults, then the user's env, then the platform's.
+"""The environment of a task's process: defaults, the image's Env, the user's, the platform's.
 
-Later layers win: the user may override the defaults (PATH, HOME, LANG) but never the platform
+Later layers win: the image and the user may override the defaults (PATH, HOME, LANG) but never
+the platform
 variables, which describe the task (GPUYARD_*, the OpenPAI PAI_* names) and its GPUs:
 
 - `NVIDIA_VISIBLE_DEVICES`: the task's GPU UUIDs, comma-separated, or `void` without a GPU
@@ -68,10 +69,11 @@ def check_user_env(env: tuple[tuple[str, str], ...]) -> None:
             raise ValueError(f"env {name} holds a NUL byte")
 
 
-def build_env(launch: TaskLaunch) -> list[str]:
+def build_env(launch: TaskLaunch, image_env: tuple[tuple[str, str], ...] = ()) -> list[str]:
     """`NAME=value` entries for the OCI config, platform variables last (they win)."""
     check_user_env(launch.env)
     env = default_env()
+    env.update(dict(image_env))
     env.update(dict(launch.env))
     env.update(task_env(launch))
     env.update(gpu_env(launch))

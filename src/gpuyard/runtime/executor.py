@@ -5,6 +5,10 @@ its supervisor (`supervisor.py`) and returns once the supervisor's pid is record
 tenth of a second: one Python start-up); the container is created and started by the
 supervisor, in the background. Everything after that is read from the task dir, so a new
 server process (after a restart) sees the same tasks through `keys` and `status`.
+
+A launch with an `image` runs on a copy-on-write overlay over that image, unpacked once by the
+node's `ImageStore` (`images.py`, `overlay.py`); any trouble with the image is an `ImageError`
+raised by `start`. Overlays of tasks that are no longer live are unmounted when a node starts.
 """
 
 from __future__ import annotations
@@ -24,12 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from gpuyard.model import TaskReason
-from gpuyard.runtime.errors import ImageError, RuntimeStartError, TaskStillRunning
+from gpuyard.runtime.errors import RuntimeStartError, TaskStillRunning
 from gpuyard.runtime.exits import tail_lines, with_log
+from gpuyard.runtime.images import ImageStore
 from gpuyard.runtime.notify import NotifyListener
 from gpuyard.runtime.oci import build_config, cgroup_path
 from gpuyard.runtime.ociruntime import OciRuntime, pick_runtime
-from gpuyard.runtime.rootfs import HostRootfs, Rootfs, RootfsSource
+from gpuyard.runtime.overlay import overlay_root, release, sweep_stale_mounts
+from gpuyard.runtime.rootfs import HostRootfs, Rootfs
 from gpuyard.runtime.taskdir import (
     TaskDir,
     check_key,
@@ -63,21 +69,36 @@ class ContainerRuntime:
         )
         self.name: str = self.rt.name
         self._listener: NotifyListener | None = None
+        self.images = ImageStore(self.state_root)
+        swept = sweep_stale_mounts(self.tasks_dir, self._live_keys())
+        if swept:
+            log.info("unmounted %d overlay roots of tasks that are no longer live", len(swept))
 
     # --- starting ---------------------------------------------------------------------------
 
     def task_dir(self, key: str) -> TaskDir:
         return TaskDir(self.tasks_dir / check_key(key))
 
-    def _rootfs(self, launch: TaskLaunch) -> Rootfs:
-        source: RootfsSource = self._host_rootfs
-        if launch.image:
-            raise ImageError(
-                f"task {launch.key} asks for image {launch.image!r}, but this node runs tasks "
-                "on the host's root filesystem only (images are not supported yet)"
-            )
-        with self._lock:
-            return source.prepare()
+    def _rootfs(self, launch: TaskLaunch, td: TaskDir | None) -> tuple[Rootfs, str | None]:
+        """The task's root and its image's digest: the host's, or an overlay over its image."""
+        if not launch.image:
+            with self._lock:
+                return self._host_rootfs.prepare(), None
+        if td is None:
+            raise RuntimeStartError("an image root needs the task's state dir")
+        image = self.images.resolve(launch.image)
+        return overlay_root(image.lower, td.path, image.config), image.digest
+
+    def _live_keys(self) -> set[str]:
+        """Tasks whose exit is not recorded and whose supervisor lives (or is being spawned)."""
+        live = set()
+        for key in self.keys():
+            td = self.task_dir(key)
+            alive = self._supervisor_alive(td)
+            spawning = alive is None and not self._spawn_lost(td)
+            if not td.exit_file.exists() and (alive or spawning):
+                live.add(key)
+        return live
 
     def _check(self, launch: TaskLaunch) -> None:
         if launch.data_dir and not Path(launch.data_dir).is_dir():
@@ -98,7 +119,8 @@ class ContainerRuntime:
             if not output.exists():  # a dir we create belongs to the task's user
                 output.mkdir(parents=True)
                 os.chown(output, uid, gid)
-        config = self.container_config(launch, td.work)
+        rootfs, digest = self._rootfs(launch, td)
+        config = build_config(launch, rootfs, td.work)
         write_json(td.launch, dataclasses.asdict(launch))
         write_json(
             td.task,
@@ -107,14 +129,16 @@ class ContainerRuntime:
                 "containerId": launch.key,
                 "cgroupPath": cgroup_path(launch.key),
                 "memoryMb": launch.memory_mb,
+                "imageDigest": digest,
+                "overlay": digest is not None,
             },
         )
         write_json(td.config, config)
         td.log.touch()
 
     def container_config(self, launch: TaskLaunch, work_dir: Path) -> dict[str, Any]:
-        """The OCI config.json this node runs `launch` with (also used by the benchmark)."""
-        return build_config(launch, self._rootfs(launch), work_dir)
+        """The OCI config.json of a host-root `launch` (used by the benchmark)."""
+        return build_config(launch, self._rootfs(launch, None)[0], work_dir)
 
     def start(self, launch: TaskLaunch) -> None:
         """Write the task dir and bundle, spawn the supervisor; does not wait for the task."""
@@ -130,10 +154,10 @@ class ContainerRuntime:
         try:
             self._write_task(td, launch)
         except RuntimeStartError:
-            shutil.rmtree(td.path, ignore_errors=True)
+            _discard(td)
             raise
         except (OSError, ValueError) as e:
-            shutil.rmtree(td.path, ignore_errors=True)
+            _discard(td)
             raise RuntimeStartError(f"cannot prepare task {launch.key}: {e}") from e
         self._spawn(td)
 
@@ -156,11 +180,11 @@ class ContainerRuntime:
             if isinstance(e, subprocess.TimeoutExpired):
                 proc.kill()
                 proc.wait()
-            shutil.rmtree(td.path, ignore_errors=True)
+            _discard(td)
             raise RuntimeStartError(f"cannot spawn the supervisor of {td.key}: {e}") from e
         if code != 0 or td.supervisor() is None:
             detail = tail_lines(td.supervisor_log, 10)
-            shutil.rmtree(td.path, ignore_errors=True)
+            _discard(td)
             raise RuntimeStartError(
                 f"the supervisor of {td.key} failed to start (exit {code}): {detail}"
             )
@@ -197,6 +221,8 @@ class ContainerRuntime:
     def _record_lost(self, td: TaskDir) -> TaskExit:
         """The supervisor is gone without an exit: end the container, record AgentError."""
         self._force_delete(td)
+        with contextlib.suppress(OSError):
+            release(td.path)
         sup = td.supervisor()
         who = f"pid {sup[0]}" if sup else "never recorded"
         message = with_log(
@@ -280,6 +306,7 @@ class ContainerRuntime:
         if not td.exit_file.exists() and self._supervisor_alive(td):
             raise TaskStillRunning(f"task {key} is still running; stop it first")
         self._force_delete(td)
+        release(td.path)  # never rmtree through a mounted root
         with contextlib.suppress(FileNotFoundError):
             os.replace(td.log, self.logs_dir / f"{key}.log")
         shutil.rmtree(td.path)
@@ -315,6 +342,13 @@ class ContainerRuntime:
     def tail_log(self, key: str, lines: int) -> str:
         """The last `lines` lines of the log (from its last MiB at most)."""
         return tail_lines(self.log_path(key), lines, TAIL_READ)
+
+
+def _discard(td: TaskDir) -> None:
+    """Undo a start that failed midway: its overlay root, then its dir."""
+    with contextlib.suppress(OSError):
+        release(td.path)
+    shutil.rmtree(td.path, ignore_errors=True)
 
 
 def _valid_key(name: str) -> bool:

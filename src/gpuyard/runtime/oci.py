@@ -7,11 +7,14 @@ What a task gets:
   address and ports (as under Slurm, and OpenPAI's host network), and there is no CNI here.
 - cgroup `/gpuyard/<key>`: memory limit = memory_mb, and memory+swap = the same where swap is
   accounted (no swap escape); CPU quota = cpu × period (shares in proportion); pids limit.
-- the root from a `RootfsSource` (host root read-only, or later an image), `/data` read-only,
-  `/output` read-write, a private writable `/workspace` (its cwd and HOME), private tmpfs /tmp,
-  and a /dev/shm as large as its memory limit (tmpfs pages count against it anyway).
-- `/bin/sh -c <command>` with the env of `env.build_env`, no terminal, the capabilities of
-  `runc spec`, `noNewPrivileges`, and the default masked and read-only /proc paths.
+- the root from a `RootfsSource` (host root read-only, or an image's copy-on-write overlay),
+  `/data` read-only, `/output` read-write, a private writable `/workspace` (its HOME, and its
+  cwd unless the image has a WorkingDir), private tmpfs /tmp, and a /dev/shm as large as its
+  memory limit (tmpfs pages count against it anyway).
+- `/bin/sh -c <command>` with the env of `env.build_env` (an image's Env under the job's), no
+  terminal, the capabilities of `runc spec`, `noNewPrivileges`, and the default masked and
+  read-only /proc paths. An image's User applies only where the platform lets the task run as
+  root (otherwise the platform's user wins).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 from gpuyard.runtime.cgroups import swap_accounting
 from gpuyard.runtime.env import WORKDIR, build_env
+from gpuyard.runtime.imageconfig import ImageConfig, process_args
 from gpuyard.runtime.rootfs import Mount, Rootfs, bind
 from gpuyard.runtime.types import TaskLaunch
 
@@ -137,15 +141,17 @@ def capabilities(uid: int) -> dict[str, list[str]]:
     return {"bounding": list(CAPABILITIES), "effective": [], "permitted": [], "ambient": []}
 
 
-def process(launch: TaskLaunch) -> dict[str, Any]:
+def process(launch: TaskLaunch, image: ImageConfig | None = None) -> dict[str, Any]:
     nofile = nofile_limit()
     uid, gid = launch.run_as
+    if image is not None and image.user is not None and launch.run_as == (0, 0):
+        uid, gid = image.user
     return {
         "terminal": False,
         "user": {"uid": uid, "gid": gid},
-        "args": ["/bin/sh", "-c", launch.command],
-        "env": build_env(launch),
-        "cwd": WORKDIR,
+        "args": process_args(image, launch.command) if image else ["/bin/sh", "-c", launch.command],
+        "env": build_env(launch, image.env if image else ()),
+        "cwd": (image.workdir if image else "") or WORKDIR,
         "capabilities": capabilities(uid),
         "rlimits": [{"type": "RLIMIT_NOFILE", "hard": nofile, "soft": nofile}],
         "noNewPrivileges": True,
@@ -157,7 +163,7 @@ def build_config(launch: TaskLaunch, rootfs: Rootfs, work_dir: Path) -> dict[str
     mounts = system_mounts(launch.memory_mb) + list(rootfs.mounts) + task_mounts(launch, work_dir)
     return {
         "ociVersion": "1.0.2",
-        "process": process(launch),
+        "process": process(launch, rootfs.image),
         "root": {"path": str(rootfs.path), "readonly": rootfs.readonly},
         "hostname": hostname(launch.role, launch.index),
         "mounts": mounts,

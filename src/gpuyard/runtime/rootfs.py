@@ -8,7 +8,9 @@ over it recursively read-only (`rro`: submounts are read-only too, kernel 5.12+)
 /dev, /tmp and /run are the container's own. The state root is hidden under an empty read-only
 tmpfs, so a task sees neither its own nor other tasks' state (bundles hold their env).
 
-An image source (overlay of unpacked layers) plugs in later as another `RootfsSource`.
+Images are the other source: `overlay.overlay_root` mounts a copy-on-write overlay over an
+image unpacked by the node's `images.ImageStore`, and returns a writable `Rootfs` carrying the
+image's run defaults (`image`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from gpuyard.runtime.imageconfig import ImageConfig
+
 Mount = dict[str, Any]
 
 HOST_SKIP = frozenset({"proc", "sys", "dev", "tmp", "run", "lost+found", "old_root"})
@@ -27,11 +31,13 @@ OWN_DIRS = ("proc", "sys", "dev", "tmp", "run", "data", "output", "workspace")
 
 @dataclass(frozen=True, slots=True)
 class Rootfs:
-    """A prepared root: the dir for `root.path`, whether it is read-only, mounts to add."""
+    """A prepared root: the dir for `root.path`, whether it is read-only, mounts to add, and
+    the image's run defaults (None: the host root, no image)."""
 
     path: Path
     readonly: bool
     mounts: tuple[Mount, ...] = ()
+    image: ImageConfig | None = None
 
 
 class RootfsSource(Protocol):

@@ -21,7 +21,9 @@ Life. It becomes a child subreaper (prctl PR_SET_CHILD_SUBREAPER), then:
    pid 1 gets it; a pid 1 only receives signals it handles, as under Docker and Kubernetes),
    then after the grace `<rt> kill --all <id> KILL`, and kill(2) itself if that did not help.
 4. waitpid → exit code or signal; reads the cgroup's `oom_kill` counter (before deleting:
-   delete removes the cgroup); `<rt> delete --force`; writes `exit.json` atomically; exits.
+   delete removes the cgroup); `<rt> delete --force`; unmounts the task's overlay root (an
+   image task; its upper dir stays until the task dir is removed); writes `exit.json`
+   atomically; exits.
 If create or start fails, `exit.json` holds AgentError (or CommandNotFound) with crun/runc's
 error. If anything else goes wrong, AgentError with the exception, after a forced delete.
 """
@@ -49,6 +51,7 @@ from gpuyard.runtime.exits import (
     with_log,
 )
 from gpuyard.runtime.ociruntime import OciRuntime
+from gpuyard.runtime.overlay import release
 from gpuyard.runtime.taskdir import TaskDir, process_starttime, read_json, write_json
 from gpuyard.runtime.types import TaskExit
 
@@ -107,6 +110,7 @@ class Supervisor:
         self.cid = str(spec["containerId"])
         self.cgroup = str(spec["cgroupPath"])
         self.memory_mb = int(spec.get("memoryMb") or 0)
+        self.overlay = bool(spec.get("overlay"))
         self.stop_requested = False
         self.term_at: float | None = None  # monotonic time SIGTERM was sent
         self.kill_at: float | None = None  # monotonic time SIGKILL was sent
@@ -148,6 +152,7 @@ class Supervisor:
         return int(self.td.container_pid.read_text().strip())
 
     def delete(self) -> None:
+        """Delete the container, then unmount its overlay root (if it has one)."""
         try:
             done = self._rt("delete", "--force", self.cid)
         except subprocess.TimeoutExpired:
@@ -155,6 +160,11 @@ class Supervisor:
             return
         if done.returncode != 0:
             say(f"{self.rt.name} delete exited {done.returncode}")
+        if self.overlay:
+            try:
+                release(self.td.path)
+            except OSError as e:
+                say(f"cannot unmount the overlay root: {e}")
 
     def kill(self, *args: str) -> bool:
         try:

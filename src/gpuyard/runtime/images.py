@@ -1,0 +1,314 @@
+"""The image store of one node: `<state_root>/images/`, see docs/images.md.
+
+    oci/                one OCI image layout (skopeo/umoci); each name is a ref in it
+    unpacked/<hex>/     `umoci unpack` of one manifest digest: rootfs/ (the shared, never
+                        written lower dir of every task on that image) + image.json (its config)
+    index.json          {"images": {NAME:TAG: {digest, ref, source, importedAt, lastUsed}},
+                         "sizes": {digest: unpacked bytes}}
+    locks/              flock files: `index` (short), `layout` (shared to unpack, exclusive to
+                        write), `<hex>` (one unpack per digest, even across processes)
+
+An image is unpacked once, on first use; every later task mounts an overlay over it. A task
+uses its image while its task dir exists (`task.json` names the digest); such an image is never
+removed, by `remove` or by the LRU garbage collection that keeps the store within its budget.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuyard.runtime import imagetools as tools
+from gpuyard.runtime.errors import ImageError
+from gpuyard.runtime.imageconfig import ImageConfig, load_config
+from gpuyard.runtime.taskdir import read_json, write_json
+
+GB = 1 << 30
+DEFAULT_BUDGET_GB = 50.0
+RECENT_USE_S = 120.0  # an image resolved this recently is in use (its task dir is being made)
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}")
+
+
+def normalize(ref: str) -> str:
+    """`NAME:TAG` (`:latest` added when the reference has no tag or digest)."""
+    ref = ref.strip()
+    if not NAME_RE.fullmatch(ref):
+        raise ImageError(f"bad image reference {ref!r}: expected NAME[:TAG], like busybox:1.36")
+    last = ref.rsplit("/", 1)[-1]
+    return ref if ":" in last or "@" in last else f"{ref}:latest"
+
+
+@dataclass(frozen=True, slots=True)
+class ImageInfo:
+    name: str  # NAME:TAG
+    digest: str
+    size: int  # bytes on disk: blobs, plus the unpacked root once unpacked
+    imported_at: float
+    last_used: float
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedImage:
+    name: str
+    digest: str
+    lower: Path  # the unpacked root, read-only for tasks (overlay lower dir)
+    config: ImageConfig
+
+
+def _tree_size(path: Path) -> int:
+    total = 0
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in (*dirnames, *filenames):
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+    return total
+
+
+class ImageStore:
+    """Images of this node: import, pull, resolve for a task (unpack once), list, remove, GC."""
+
+    def __init__(
+        self, state_root: Path, budget_gb: float | None = None, pull: bool | None = None
+    ) -> None:
+        self.root = Path(state_root) / "images"
+        self.tasks_dir = Path(state_root) / "tasks"
+        self.layout = self.root / "oci"
+        self.unpacked_dir = self.root / "unpacked"
+        self.index_file = self.root / "index.json"
+        self.locks = self.root / "locks"
+        env_budget = os.environ.get("GPUYARD_IMAGE_BUDGET_GB")
+        self.budget = int(GB * (budget_gb or float(env_budget or DEFAULT_BUDGET_GB)))
+        self.pull_missing = (
+            pull if pull is not None else os.environ.get("GPUYARD_IMAGE_PULL", "missing") != "never"
+        )
+        self.recent_use_s = RECENT_USE_S
+        for d in (self.unpacked_dir, self.locks, self.root / "tmp"):
+            d.mkdir(parents=True, exist_ok=True)
+
+    # --- locks and the index ----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _lock(self, name: str, shared: bool = False, block: bool = True) -> Iterator[bool]:
+        """flock `locks/<name>`; yields False when `block` is off and another holds it."""
+        fd = os.open(self.locks / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            mode = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | (0 if block else fcntl.LOCK_NB)
+            try:
+                fcntl.flock(fd, mode)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)
+
+    def _read_index(self) -> dict[str, Any]:
+        index = read_json(self.index_file)
+        if not isinstance(index, dict):
+            index = {}
+        index.setdefault("images", {})
+        index.setdefault("sizes", {})
+        return index
+
+    @contextlib.contextmanager
+    def _index(self) -> Iterator[dict[str, Any]]:
+        """The index, read and written back under the index lock."""
+        with self._lock("index"):
+            index = self._read_index()
+            yield index
+            write_json(self.index_file, index)
+
+    # --- adding images ----------------------------------------------------------------------
+
+    def import_file(self, path: Path, name: str, fmt: str = "auto") -> ImageInfo:
+        """Import a rootfs tarball, an OCI archive or a docker-archive as `name`."""
+        name = normalize(name)
+        path = Path(path).resolve()
+        if not path.is_file():
+            raise ImageError(f"{path} is not a file")
+        kind = tools.detect_format(path) if fmt == "auto" else fmt
+        if kind not in tools.FORMATS[1:]:
+            raise ImageError(f"unknown format {fmt!r}: expected one of {', '.join(tools.FORMATS)}")
+        ref = _ref(name)
+        with self._lock("layout"):
+            tools.init_layout(self.layout)
+            try:
+                if kind == "rootfs":
+                    tools.import_rootfs_tar(path, self.layout, ref)
+                else:
+                    tools.skopeo_copy(f"{kind}:{path}", f"oci:{self.layout}:{ref}")
+            except ImageError as e:
+                raise ImageError(f"cannot import {path} as {kind}: {e}") from e
+            info = self._record(name, ref, f"{kind}:{path}")
+        self.gc()
+        return info
+
+    def pull(self, ref: str, timeout_s: float = tools.TOOL_TIMEOUT_S) -> ImageInfo:
+        """`skopeo copy docker://REF`; ImageError with skopeo's cause when no registry answers."""
+        name = normalize(ref)
+        with self._lock("layout"):
+            tools.init_layout(self.layout)
+            try:
+                tools.skopeo_copy(f"docker://{name}", f"oci:{self.layout}:{_ref(name)}", timeout_s)
+            except ImageError as e:
+                raise ImageError(f"cannot pull {name} from its registry: {e}") from e
+            info = self._record(name, _ref(name), f"docker://{name}")
+        self.gc()
+        return info
+
+    def _record(self, name: str, ref: str, source: str) -> ImageInfo:
+        digest = tools.manifest_digest(self.layout, ref)
+        now = time.time()
+        with self._index() as index:
+            index["images"][name] = {
+                "digest": digest,
+                "ref": ref,
+                "source": source,
+                "importedAt": now,
+                "lastUsed": now,
+                "blobBytes": tools.compressed_size(self.layout, digest),
+            }
+            return self._info(name, index)
+
+    # --- using images -----------------------------------------------------------------------
+
+    def resolve(self, ref: str) -> ResolvedImage:
+        """The image for a task: pulled if missing (unless pulling is off), unpacked once."""
+        name = normalize(ref)
+        entry = self._read_index()["images"].get(name)
+        if entry is None:
+            entry = self._fetch_missing(ref, name)
+        bundle = self._unpacked(entry["digest"], entry["ref"])
+        with self._index() as index:
+            if name in index["images"]:
+                index["images"][name]["lastUsed"] = time.time()
+        raw = read_json(bundle / "image.json")
+        config = load_config(name, raw if isinstance(raw, dict) else {}, bundle / "rootfs")
+        return ResolvedImage(name, entry["digest"], bundle / "rootfs", config)
+
+    def _fetch_missing(self, ref: str, name: str) -> dict[str, Any]:
+        if not self.pull_missing:
+            raise ImageError(
+                f"image {ref!r} is not on this node (pulling is off: import it with "
+                "`gpuyard image import FILE --name NAME:TAG`)"
+            )
+        try:
+            self.pull(name)
+        except ImageError as e:
+            raise ImageError(f"image {ref!r} is not on this node and could not be pulled: {e}"
+                             ) from e
+        return self._read_index()["images"][name]
+
+    def _unpacked(self, digest: str, ref: str) -> Path:
+        """The unpacked bundle of `digest`, unpacking it first if no one has (once, locked)."""
+        hexdigest = digest.partition(":")[2]
+        bundle = self.unpacked_dir / hexdigest
+        if (bundle / "image.json").exists():
+            return bundle
+        with self._lock(hexdigest):
+            if (bundle / "image.json").exists():  # another start unpacked it meanwhile
+                return bundle
+            tmp = self.root / "tmp" / f"{hexdigest}-{uuid.uuid4().hex[:8]}"
+            with self._lock("layout", shared=True):
+                try:
+                    tools.unpack(self.layout, ref, tmp)
+                    config = tools.image_config(self.layout, digest)
+                except ImageError:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    raise
+            (tmp / "image.json").write_text(json.dumps(config))
+            os.replace(tmp, bundle)
+        with self._index() as index:
+            index["sizes"][digest] = _tree_size(bundle)
+        return bundle
+
+    # --- listing, removing, collecting -------------------------------------------------------
+
+    def _info(self, name: str, index: dict[str, Any]) -> ImageInfo:
+        e = index["images"][name]
+        size = int(e.get("blobBytes", 0)) + int(index["sizes"].get(e["digest"], 0))
+        return ImageInfo(name, e["digest"], size, e["importedAt"], e["lastUsed"], e["source"])
+
+    def list(self) -> list[ImageInfo]:
+        index = self._read_index()
+        return [self._info(name, index) for name in sorted(index["images"])]
+
+    def in_use(self) -> set[str]:
+        """Digests of images that task dirs on this node use (until the task is removed)."""
+        used = set()
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(self.tasks_dir):
+                task = read_json(Path(entry.path) / "task.json")
+                if isinstance(task, dict) and task.get("imageDigest"):
+                    used.add(str(task["imageDigest"]))
+        return used
+
+    def remove(self, ref: str) -> None:
+        """Remove `ref` from the node; ImageError if it is unknown or a task uses it."""
+        name = normalize(ref)
+        with self._lock("layout"):
+            index = self._read_index()
+            entry = index["images"].get(name)
+            if entry is None:
+                raise ImageError(f"no image {name} on this node")
+            if entry["digest"] in self.in_use():
+                raise ImageError(f"image {name} is used by a task on this node")
+            self._drop(name)
+            tools.collect_garbage(self.layout)
+
+    def _drop(self, name: str) -> None:
+        """Forget `name` (layout lock held); its unpacked root goes when no name needs it."""
+        with self._index() as index:
+            entry = index["images"].pop(name)
+            still_named = any(e["digest"] == entry["digest"] for e in index["images"].values())
+        tools.remove_ref(self.layout, entry["ref"])
+        if not still_named:
+            self._drop_unpacked(entry["digest"])
+
+    def _drop_unpacked(self, digest: str) -> None:
+        hexdigest = digest.partition(":")[2]
+        with self._lock(hexdigest, block=False) as got:
+            if got:
+                shutil.rmtree(self.unpacked_dir / hexdigest, ignore_errors=True)
+                with self._index() as index:
+                    index["sizes"].pop(digest, None)
+
+    def gc(self, budget_gb: float | None = None) -> list[str]:
+        """Remove least recently used images not in use until the store fits its budget."""
+        budget = self.budget if budget_gb is None else int(budget_gb * GB)
+        removed: list[str] = []
+        with self._lock("layout"):
+            index = self._read_index()
+            cutoff = time.time() - self.recent_use_s
+            busy = self.in_use() | {
+                e["digest"] for e in index["images"].values() if e["lastUsed"] > cutoff
+            }
+            total = sum(self._info(n, index).size for n in index["images"])
+            for name in sorted(index["images"], key=lambda n: index["images"][n]["lastUsed"]):
+                if total <= budget:
+                    break
+                if index["images"][name]["digest"] in busy:
+                    continue
+                total -= self._info(name, index).size
+                self._drop(name)
+                removed.append(name)
+            if removed:
+                tools.collect_garbage(self.layout)
+        return removed
+
+
+def _ref(name: str) -> str:
+    """The layout ref of a name (refs allow fewer characters than image names)."""
+    return "img-" + hashlib.sha256(name.encode()).hexdigest()[:32]

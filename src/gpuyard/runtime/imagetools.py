@@ -1,0 +1,142 @@
+"""The image tools, driven as subprocesses: skopeo (copy between transports) and umoci.
+
+Plus small readers of an OCI image layout (`index.json`, manifests and config blobs), and the
+detection of what an archive to import holds. Every failure is an `ImageError` whose message
+names the tool and ends with its own error line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+from typing import Any
+
+from gpuyard.runtime.errors import ImageError
+
+TOOL_TIMEOUT_S = 600.0
+POLICY = Path("/etc/containers/policy.json")
+REF_ANNOTATION = "org.opencontainers.image.ref.name"
+FORMATS = ("auto", "rootfs", "oci-archive", "docker-archive")
+
+
+def tool(name: str) -> str:
+    """The path of `name`, or ImageError saying which package to install."""
+    path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin:/usr/bin")
+    if path is None:
+        raise ImageError(f"{name} is not installed on this node (apt-get install {name})")
+    return path
+
+
+def run_tool(args: list[str], timeout: float = TOOL_TIMEOUT_S) -> str:
+    """Run a tool; its stdout, or ImageError with the last line it wrote to stderr."""
+    try:
+        done = subprocess.run(
+            [tool(args[0]), *args[1:]],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise ImageError(f"{args[0]} {args[1]} timed out after {timeout:g}s") from None
+    if done.returncode != 0:
+        lines = done.stderr.decode(errors="replace").strip().splitlines() or ["(no output)"]
+        message = re.search(r'msg="(.*)"', lines[-1])  # skopeo's logrus line
+        cause = message[1].replace('\\"', '"') if message else lines[-1]
+        raise ImageError(f"{args[0]} {args[1]} failed: {cause}")
+    return done.stdout.decode(errors="replace")
+
+
+def skopeo_copy(source: str, destination: str, timeout: float = TOOL_TIMEOUT_S) -> None:
+    """`skopeo copy SOURCE DESTINATION` (transport:reference on both sides)."""
+    policy = [] if POLICY.exists() else ["--insecure-policy"]
+    run_tool(["skopeo", *policy, "copy", "--quiet", source, destination], timeout)
+
+
+def umoci(*args: str) -> str:
+    return run_tool(["umoci", *args])
+
+
+def detect_format(path: Path) -> str:
+    """`oci-archive`, `docker-archive` or `rootfs` by the archive's top-level entries."""
+    try:
+        with tarfile.open(path) as tar:
+            names = {m.name.removeprefix("./").rstrip("/") for m in tar}
+    except (OSError, tarfile.TarError, EOFError) as e:
+        raise ImageError(f"{path} is not a readable tar archive: {e}") from e
+    if "oci-layout" in names and "index.json" in names:
+        return "oci-archive"
+    if "manifest.json" in names:
+        return "docker-archive"
+    if not names - {""}:
+        raise ImageError(f"{path} is an empty archive")
+    return "rootfs"
+
+
+def import_rootfs_tar(tarball: Path, layout: Path, ref: str) -> None:
+    """A one-layer OCI image from a plain rootfs tarball: umoci new + raw add-layer."""
+    umoci("new", "--image", f"{layout}:{ref}")
+    umoci("raw", "add-layer", "--image", f"{layout}:{ref}", str(tarball))
+
+
+def init_layout(layout: Path) -> None:
+    if not (layout / "oci-layout").exists():
+        umoci("init", "--layout", str(layout))
+
+
+def unpack(layout: Path, ref: str, bundle: Path) -> None:
+    """`umoci unpack`: `bundle/rootfs` holds the image's files, owned as in the image."""
+    umoci("unpack", "--image", f"{layout}:{ref}", str(bundle))
+
+
+def remove_ref(layout: Path, ref: str) -> None:
+    umoci("rm", "--image", f"{layout}:{ref}")
+
+
+def collect_garbage(layout: Path) -> None:
+    """Delete blobs no ref reaches any more."""
+    umoci("gc", "--layout", str(layout))
+
+
+# --- reading the layout ---------------------------------------------------------------------
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError) as e:
+        raise ImageError(f"cannot read {path}: {e}") from e
+
+
+def blob(layout: Path, digest: str) -> Path:
+    algorithm, _, hexdigest = digest.partition(":")
+    return layout / "blobs" / algorithm / hexdigest
+
+
+def manifest_digest(layout: Path, ref: str) -> str:
+    """The digest of the manifest that `ref` names in the layout's index."""
+    for desc in _read_json(layout / "index.json").get("manifests", []):
+        if desc.get("annotations", {}).get(REF_ANNOTATION) == ref:
+            return str(desc["digest"])
+    raise ImageError(f"no image {ref!r} in {layout}")
+
+
+def manifest(layout: Path, digest: str) -> dict[str, Any]:
+    return _read_json(blob(layout, digest))
+
+
+def image_config(layout: Path, digest: str) -> dict[str, Any]:
+    """The image config's `config` object (Entrypoint, Cmd, Env, WorkingDir, User)."""
+    config = _read_json(blob(layout, manifest(layout, digest)["config"]["digest"]))
+    return config.get("config") or {}
+
+
+def compressed_size(layout: Path, digest: str) -> int:
+    """Bytes of the image's blobs (manifest, config, layers) as stored."""
+    m = manifest(layout, digest)
+    descs = [m.get("config", {}), *m.get("layers", [])]
+    return sum(int(d.get("size", 0)) for d in descs)

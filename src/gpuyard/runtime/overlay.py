@@ -1,0 +1,130 @@
+"""Copy-on-write task roots: a kernel overlay (lower = an image's unpacked root, upper and work
+dirs in the task's state dir), mounted at `<task_dir>/rootfs` in the host's mount namespace.
+
+The mount is made by `ContainerRuntime.start`, undone by the supervisor once the container is
+deleted, again (idempotently) by `remove()`, and by `sweep_stale_mounts` when a node starts
+(a server or supervisor that crashed leaves no mount behind for good). Where the kernel
+overlay cannot be mounted (an unprivileged nested container), `fuse-overlayfs` (Debian
+package) is used if installed; there is no silent fallback to copying the image.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuyard.runtime.errors import ImageError
+from gpuyard.runtime.imageconfig import ImageConfig
+from gpuyard.runtime.rootfs import Rootfs, tmpfs
+
+MNT_DETACH = 2
+MERGED, UPPER, WORK = "rootfs", "upper", "ovwork"
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@dataclass(frozen=True, slots=True)
+class OverlayDirs:
+    merged: Path
+    upper: Path
+    work: Path
+
+    @classmethod
+    def of(cls, task_dir: Path) -> OverlayDirs:
+        return cls(task_dir / MERGED, task_dir / UPPER, task_dir / WORK)
+
+
+def _options(lower: Path, dirs: OverlayDirs) -> str:
+    for p in (lower, dirs.upper, dirs.work):
+        if re.search(r"[,:\s]", str(p)):
+            raise ImageError(f"overlay dir {p} holds a ',', ':' or a space")
+    return f"lowerdir={lower},upperdir={dirs.upper},workdir={dirs.work}"
+
+
+def _kernel_mount(options: str, target: Path) -> int:
+    """mount(2) of a kernel overlay; 0 or the errno."""
+    res = _libc.mount(b"overlay", str(target).encode(), b"overlay", 0, options.encode())
+    return 0 if res == 0 else ctypes.get_errno()
+
+
+def _fuse_mount(options: str, target: Path) -> None:
+    try:
+        subprocess.run(
+            ["fuse-overlayfs", "-o", options, str(target)],
+            capture_output=True,
+            timeout=30,
+            check=True,
+        )
+    except FileNotFoundError:
+        raise ImageError(
+            "the kernel refused an overlay mount here and fuse-overlayfs is not installed"
+        ) from None
+    except subprocess.CalledProcessError as e:
+        raise ImageError(f"fuse-overlayfs failed: {e.stderr.decode(errors='replace')}") from e
+
+
+def mount_overlay(lower: Path, task_dir: Path) -> OverlayDirs:
+    """Mount the task's copy-on-write root over `lower`; its dirs."""
+    dirs = OverlayDirs.of(task_dir)
+    for d in (dirs.merged, dirs.upper, dirs.work):
+        d.mkdir(exist_ok=True)
+    options = _options(lower, dirs)
+    err = _kernel_mount(options, dirs.merged)
+    if err in (errno.EPERM, errno.ENODEV, errno.EINVAL):
+        _fuse_mount(options, dirs.merged)  # e.g. an unprivileged nested container
+    elif err:
+        raise ImageError(f"cannot mount the overlay root of {task_dir.name}: {os.strerror(err)}")
+    return dirs
+
+
+def unmount(target: Path) -> bool:
+    """Lazily unmount `target` if something is mounted there; whether it was."""
+    if _libc.umount2(str(target).encode(), MNT_DETACH) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOENT):  # not a mount point (any more)
+        return False
+    raise OSError(err, f"cannot unmount {target}: {os.strerror(err)}")
+
+
+def release(task_dir: Path) -> None:
+    """Unmount the task's overlay root, if any (idempotent)."""
+    unmount(task_dir / MERGED)
+
+
+def overlay_root(lower: Path, task_dir: Path, config: ImageConfig) -> Rootfs:
+    """Mount the overlay and describe it as the container's writable root."""
+    dirs = mount_overlay(lower, task_dir)
+    if config.workdir:
+        workdir = dirs.merged / config.workdir.lstrip("/")
+        with contextlib.suppress(FileExistsError):
+            workdir.mkdir(parents=True)  # as Docker: a missing WorkingDir is created
+    return Rootfs(dirs.merged, readonly=False, mounts=(tmpfs("/tmp", "mode=1777"),), image=config)
+
+
+def mounted_under(directory: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -> list[Path]:
+    """Mount points below `directory` (deepest first)."""
+    prefix = str(directory.resolve()) + "/"
+    found = []
+    for line in mountinfo.read_text().splitlines():
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), line.split()[4])
+        if point.startswith(prefix):
+            found.append(Path(point))
+    return sorted(found, key=lambda p: len(p.parts), reverse=True)
+
+
+def sweep_stale_mounts(tasks_dir: Path, live: set[str]) -> list[Path]:
+    """Unmount overlay roots of task dirs whose task is not live; the mount points undone."""
+    undone = []
+    for point in mounted_under(tasks_dir):
+        rel = point.relative_to(tasks_dir.resolve())
+        if rel.parts and rel.parts[0] not in live and point.name == MERGED:
+            with contextlib.suppress(OSError):
+                if unmount(point):
+                    undone.append(point)
+    return undone
