@@ -119,6 +119,7 @@ def test_list_shows_only_visible_jobs(shared_world, who):
 OTHER_ENDPOINTS = {
     "nodes": ("GET", "/api/v1/nodes", None, [200, 200, 200, 200, 200, 200, 401, 401]),
     "whoami": ("GET", "/api/v1/whoami", None, [200, 200, 200, 200, 200, 200, 401, 401]),
+    "queue": ("GET", "/api/v1/queue", None, [200, 200, 200, 200, 200, 200, 401, 401]),
     "tenants-list": ("GET", "/api/v1/tenants", None, [200, 200, 200, 200, 200, 200, 401, 401]),
     "tenant-get-own": (
         "GET",

@@ -38,14 +38,21 @@ def test_a_tenant_over_its_gpu_hour_budget_waits_for_the_next_period(tmp_path: P
     store = open_store(tmp_path, clock=clock)
     engine = FakeEngine(make_node("n1", gpus=4))
     ctl = Controller(store, engine, clock)
-    store.tenants.create(Tenant(
-        "lab", quotas=(FlavorQuota("A100-80GB", 4),), gpu_hour_budget=2.0,
-        budget_period=BudgetPeriod.DAY,
-    ))
+    store.tenants.create(
+        Tenant(
+            "lab",
+            quotas=(FlavorQuota("A100-80GB", 4),),
+            gpu_hour_budget=2.0,
+            budget_period=BudgetPeriod.DAY,
+        )
+    )
 
     def submit() -> str:
-        doc = {"name": "t", "tenant": "lab",
-               "taskRoles": {"w": {"gpuNumber": 2, "command": "true"}}}
+        doc = {
+            "name": "t",
+            "tenant": "lab",
+            "taskRoles": {"w": {"gpuNumber": 2, "command": "true"}},
+        }
         spec = parse_job_spec(doc)
         job = NewJob(spec.name, spec.tenant, spec.priority, spec.retry_count, spec.to_document())
         return store.jobs.submit(job).id

@@ -16,7 +16,7 @@ from gpuyard import __version__
 from gpuyard.api.auth import Unauthenticated
 from gpuyard.api.authz import Forbidden
 from gpuyard.api.errors import Conflict, InvalidInput
-from gpuyard.api.routers import jobs, nodes, tenants, tokens, users
+from gpuyard.api.routers import jobs, nodes, queue, tenants, tokens, users
 from gpuyard.controller import Controller
 from gpuyard.spec import SpecError
 from gpuyard.store import JobAlreadyEnded, JobNotFound, TenantExists, UserExists
@@ -31,7 +31,7 @@ def create_app(controller: Controller) -> FastAPI:
         description="Multi-tenant GPU cluster platform for deep-learning jobs.",
     )
     app.state.controller = controller
-    for module in (jobs, nodes, tenants, users, tokens):
+    for module in (jobs, nodes, queue, tenants, users, tokens):
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["health"])

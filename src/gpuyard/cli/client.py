@@ -188,6 +188,10 @@ class ApiClient:
         """GET /api/v1/nodes → `{"nodes": [Node]}`."""
         return self._json("GET", f"{API}/nodes")
 
+    def queue(self) -> dict[str, Any]:
+        """GET /api/v1/queue → `{"cluster": [FlavorCapacity], "tenants": [TenantQueue]}`."""
+        return self._json("GET", f"{API}/queue")
+
     # -- users, tokens, tenants ------------------------------------------------------
 
     def whoami(self) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The `gpuyard` commands: submit, jobs, show, logs, cancel, nodes; login and whoami
+"""The `gpuyard` commands: submit, jobs, show, logs, cancel, nodes, queue; login and whoami
 (`gpuyard.cli.login`); the `admin` group (`gpuyard.cli.admin`).
 
 The app talks to the server over HTTP only (`ApiClient`). The server URL comes from
@@ -35,6 +35,7 @@ from gpuyard.cli.render import (
     render_spec_errors,
     render_submitted,
 )
+from gpuyard.cli.render_queue import render_queue
 from gpuyard.cli.session import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -282,3 +283,18 @@ def nodes(
         print_json(data)
     else:
         render_nodes(session.out, data.get("nodes") or [])
+
+
+@app.command()
+def queue(
+    ctx: typer.Context,
+    output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
+) -> None:
+    """Each tenant's GPUs (guaranteed, used, borrowed, lent) as bars, and its queue."""
+    session = session_of(ctx)
+    with api_errors(session):
+        data = session.client.queue()
+    if output is Output.json:
+        print_json(data)
+    else:
+        render_queue(session.out, data)

@@ -32,6 +32,9 @@ STATE_STYLES = {
 }
 
 NONE = "-"
+OPP = "OPP"
+OPP_RISK = "may be preempted when the lender reclaims them"
+OPP_MEANS = f"opportunistic, runs on GPUs borrowed beyond its tenant's guarantee; {OPP_RISK}"
 
 
 # -- small formatters ------------------------------------------------------------------
@@ -120,6 +123,47 @@ def format_task_gpus(gpus: list[dict[str, Any]] | None) -> Text:
     return text
 
 
+def job_state(job: dict[str, Any]) -> Text:
+    """The state, with `OPP` when the job runs on borrowed GPUs."""
+    text = state_text(job.get("state"))
+    if job.get("opportunistic"):
+        text.append(f" {OPP}", style="bold magenta")
+    return text
+
+
+def borrowed_text(borrowed: list[dict[str, Any]] | None) -> str:
+    """`2 A100-80GB GPUs, 1 H100 GPU`."""
+    parts = [
+        f"{b.get('gpus')} {b.get('flavor')} GPU{'s' if b.get('gpus') != 1 else ''}"
+        for b in borrowed or []
+    ]
+    return ", ".join(parts) or "CPU or memory"
+
+
+def kind_text(job: dict[str, Any]) -> Text:
+    """Guaranteed, or opportunistic and what it borrows."""
+    if not job.get("opportunistic"):
+        return Text("guaranteed (within its tenant's quota)")
+    text = Text("opportunistic", style="bold magenta")
+    text.append(f": borrows {borrowed_text(job.get('borrowed'))}; {OPP_RISK}")
+    return text
+
+
+def queue_place(job: dict[str, Any], now: datetime | None = None) -> Text:
+    """`position 1 of 3 in tenant vision · estimated start in 12m (2026-11-22 01:22:00 UTC)`."""
+    parts = []
+    if job.get("pendingPosition") is not None:
+        length = job.get("pendingQueueLength")
+        of = f" of {length}" if length is not None else ""
+        parts.append(f"position {job['pendingPosition']}{of} in tenant {job.get('tenant', '?')}")
+    eta = job.get("estimatedStart")
+    if eta:
+        parts.append(f"estimated start {relative_time(eta, now)} ({absolute_time(eta)} UTC)")
+    else:
+        parts.append("no estimated start (no running job's maxRuntime frees enough)")
+    return Text(" · ".join(parts), style="dim")
+
+
 def job_note(job: dict[str, Any]) -> Text:
     """Why a job ended (its reason) or why it waits (its pending reason)."""
     if job.get("reason"):
@@ -147,13 +191,15 @@ def render_jobs(console: Console, jobs: list[dict[str, Any]], now: datetime | No
             plain(job.get("id")),
             plain(job.get("name")),
             plain(job.get("tenant")),
-            state_text(job.get("state")),
+            job_state(job),
             plain(job.get("gpus")),
             plain(job.get("attempt")),
             Text(relative_time(job.get("submittedAt"), now)),
             job_note(job),
         )
     console.print(table)
+    if any(j.get("opportunistic") for j in jobs):
+        console.print(Text(f"{OPP}: {OPP_MEANS}", style="dim"))
 
 
 # -- one job ---------------------------------------------------------------------------
@@ -163,7 +209,7 @@ def render_job(console: Console, job: dict[str, Any], now: datetime | None = Non
     """The `gpuyard show` page: header, pending panel, tasks, events."""
     console.print(job_header(job, now))
     if job.get("pendingReason") and job.get("state") not in FINAL_STATES:
-        console.print(pending_panel(job))
+        console.print(pending_panel(job, now))
     console.print(tasks_table(job.get("tasks") or []))
     console.print(events_table(job.get("events") or []))
 
@@ -174,9 +220,11 @@ def job_header(job: dict[str, Any], now: datetime | None = None) -> Panel:
     grid.add_column()
     grid.add_row("name", plain(job.get("name")))
     grid.add_row("tenant", plain(job.get("tenant")))
-    grid.add_row("state", state_text(job.get("state")))
+    grid.add_row("state", job_state(job))
     if job.get("reason"):
         grid.add_row("reason", job_note({"reason": job["reason"], "state": job.get("state")}))
+    if job.get("state") in ("SCHEDULED", "RUNNING"):
+        grid.add_row("kind", kind_text(job))
     grid.add_row("priority", plain(job.get("priority")))
     grid.add_row("gpus", plain(job.get("gpus")))
     grid.add_row("attempt", Text(attempt_summary(job)))
@@ -206,8 +254,12 @@ def when_summary(value: str | None, now: datetime | None = None) -> str:
     return f"{absolute_time(value)} UTC ({relative_time(value, now)})"
 
 
-def pending_panel(job: dict[str, Any]) -> Panel:
-    body = Text(str(job.get("pendingReason")), style="yellow")
+def pending_panel(job: dict[str, Any], now: datetime | None = None) -> Panel:
+    body = Text.assemble((str(job.get("pendingReason")), "yellow"))
+    if job.get("pendingCode"):
+        body.append(f" [{job['pendingCode']}]", style="dim")
+    body.append("\n")
+    body.append_text(queue_place(job, now))
     return Panel(
         body,
         title=Text(f"{job.get('state')}: waiting because", style="bold yellow"),

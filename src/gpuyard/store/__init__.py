@@ -12,7 +12,7 @@ from gpuyard.model import Clock, SystemClock
 from gpuyard.store.db import make_engine, migrate, session_factory, sqlite_url
 from gpuyard.store.jobs import JobAlreadyEnded, JobNotFound, JobRepo, NewJob, NewTask, task_key
 from gpuyard.store.nodes import NodeRepo
-from gpuyard.store.records import EventRecord, JobRecord, TaskRecord
+from gpuyard.store.records import EventRecord, JobRecord, Pending, TaskRecord
 from gpuyard.store.tenants import (
     TenantExists,
     TenantNotFound,
@@ -97,6 +97,7 @@ __all__ = [
     "JobRecord",
     "JobRepo",
     "NewJob",
+    "Pending",
     "NewTask",
     "NodeRepo",
     "Store",

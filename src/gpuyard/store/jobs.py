@@ -16,7 +16,13 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpuyard.model import Clock, JobState, TaskState, check_job_transition
-from gpuyard.store.records import ACTIVE_TASK_STATES, EventRecord, JobRecord, TaskRecord
+from gpuyard.store.records import (
+    ACTIVE_TASK_STATES,
+    EventRecord,
+    JobRecord,
+    Pending,
+    TaskRecord,
+)
 from gpuyard.store.tables import EventRow, JobRow, TaskRow
 
 
@@ -47,6 +53,10 @@ class NewTask:
     cpu_milli: int
     memory_mb: int
 
+
+# An estimated start that moved by less than this is not rewritten (it moves every cycle
+# when it is "now + grace period").
+ETA_SLACK_S = 5.0
 
 # A cancel overrides a timeout, which overrides a preemption: what the user asked for wins.
 _STOP_PRECEDENCE = {"Preempted": 1, "Timeout": 2, "Cancelled": 3}
@@ -180,7 +190,7 @@ class JobRepo:
                 row.queued_at, row.borrowed = now, "[]"
             if to.is_final:  # an ended job keeps why it ended
                 row.finished_at, row.reason, row.message = now, reason, message
-                row.pending_code = row.pending_reason = None
+                _write_pending(row, None)
             return JobRecord.of(row)
 
     def bind(
@@ -201,7 +211,7 @@ class JobRepo:
                 return []
             how = "Scheduled (opportunistic)" if any(n > 0 for _, n in borrowed) else "Scheduled"
             _move(s, row, JobState.SCHEDULED, how, _where(tasks), now)
-            row.pending_code = row.pending_reason = None
+            _write_pending(row, None)
             row.borrowed = json.dumps([[f, n] for f, n in borrowed])
             rows = [
                 TaskRow(
@@ -255,18 +265,33 @@ class JobRepo:
         with self._sessions.begin() as s:
             s.execute(update(TaskRow).where(TaskRow.id.in_(list(task_ids))).values(stop_sent=True))
 
-    def set_pending(self, reasons: Mapping[str, tuple[str, str]]) -> None:
-        """Store each queued job's pending reason (code, sentence); skip unchanged ones."""
+    def set_pending(self, reasons: Mapping[str, Pending]) -> None:
+        """Store each queued job's pending reason; write only the rows whose reason changed
+        (an estimated start that moved by less than `ETA_SLACK_S` does not count)."""
         if not reasons:
             return
         with self._sessions.begin() as s:
             for row in s.scalars(select(JobRow).where(JobRow.id.in_(list(reasons)))):
-                code, text = reasons[row.id]
-                if row.state == JobState.QUEUED and (row.pending_code, row.pending_reason) != (
-                    code,
-                    text,
-                ):
-                    row.pending_code, row.pending_reason = code, text
+                if row.state == JobState.QUEUED and _pending_changed(row, reasons[row.id]):
+                    _write_pending(row, reasons[row.id])
+
+
+def _pending_changed(row: JobRow, p: Pending) -> bool:
+    stored = (row.pending_code, row.pending_reason, row.pending_position, row.pending_queue_length)
+    if stored != (p.code, p.message, p.position, p.queue_length):
+        return True
+    if (row.pending_eta is None) != (p.eta is None):
+        return True
+    return row.pending_eta is not None and abs(row.pending_eta - (p.eta or 0.0)) >= ETA_SLACK_S
+
+
+def _write_pending(row: JobRow, p: Pending | None) -> None:
+    """Set (or, with None, clear) the job's pending code, sentence, position and estimate."""
+    row.pending_code = p.code if p else None
+    row.pending_reason = p.message if p else None
+    row.pending_position = p.position if p else None
+    row.pending_queue_length = p.queue_length if p else None
+    row.pending_eta = p.eta if p else None
 
 
 def _move(

@@ -13,6 +13,18 @@ ACTIVE_TASK_STATES = (TaskState.STARTING.value, TaskState.RUNNING.value)
 
 
 @dataclass(frozen=True, slots=True)
+class Pending:
+    """Why a queued job waits: a code, a sentence, its place in its tenant's queue (1-based
+    `position` of `queue_length`) and its estimated start (epoch seconds), each when known."""
+
+    code: str
+    message: str
+    position: int | None = None
+    queue_length: int | None = None
+    eta: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class JobRecord:
     id: str
     seq: int
@@ -35,6 +47,22 @@ class JobRecord:
     stop_requested: str | None
     queued_at: float | None = None
     borrowed: tuple[tuple[str, int], ...] = ()
+    pending_position: int | None = None
+    pending_queue_length: int | None = None
+    pending_eta: float | None = None
+
+    @property
+    def pending(self) -> Pending | None:
+        """Why it waits, as stored by the last scheduler cycle (None when not waiting)."""
+        if self.pending_code is None:
+            return None
+        return Pending(
+            self.pending_code,
+            self.pending_reason or "",
+            self.pending_position,
+            self.pending_queue_length,
+            self.pending_eta,
+        )
 
     @property
     def opportunistic(self) -> bool:
@@ -65,6 +93,9 @@ class JobRecord:
             r.stop_requested,
             r.queued_at,
             tuple((str(f), int(n)) for f, n in json.loads(r.borrowed or "[]")),
+            r.pending_position,
+            r.pending_queue_length,
+            r.pending_eta,
         )
 
 

@@ -32,6 +32,9 @@ class JobRow(Base):
     message: Mapped[str | None] = mapped_column(Text)
     pending_code: Mapped[str | None] = mapped_column(String(64))
     pending_reason: Mapped[str | None] = mapped_column(Text)
+    pending_position: Mapped[int | None] = mapped_column(Integer)  # 1-based, in its tenant
+    pending_queue_length: Mapped[int | None] = mapped_column(Integer)
+    pending_eta: Mapped[float | None] = mapped_column(Float)  # estimated start, epoch seconds
     stop_requested: Mapped[str | None] = mapped_column(String(32))  # Cancelled | Timeout
     queued_at: Mapped[float | None] = mapped_column(Float)  # when this attempt was queued
     borrowed: Mapped[str] = mapped_column(Text, default="[]")  # JSON [[flavor, amount]]

@@ -10,6 +10,7 @@ from gpuyard.api.schemas.common import (
     snake_keys,
 )
 from gpuyard.api.schemas.jobs import (
+    Borrowed,
     Cancelled,
     EventList,
     EventOut,
@@ -22,17 +23,28 @@ from gpuyard.api.schemas.jobs import (
     TaskOut,
     event_out,
     job_summary,
+    spec_gpus,
     task_out,
 )
 from gpuyard.api.schemas.nodes import Allocated, GpuOut, NodeList, NodeOut
+from gpuyard.api.schemas.queue import (
+    FlavorCapacity,
+    FlavorShare,
+    QueuedJob,
+    QueueOut,
+    TenantQueue,
+)
 
 __all__ = [
     "Allocated",
+    "Borrowed",
     "Cancelled",
     "ErrorOut",
     "EventList",
     "EventOut",
     "FieldErrorOut",
+    "FlavorCapacity",
+    "FlavorShare",
     "GpuOut",
     "GpuRef",
     "JobDetail",
@@ -41,14 +53,18 @@ __all__ = [
     "NodeList",
     "NodeOut",
     "Out",
+    "QueueOut",
+    "QueuedJob",
     "SpecErrorOut",
     "Submitted",
     "TaskOut",
+    "TenantQueue",
     "camel",
     "camel_keys",
     "event_out",
     "iso",
     "job_summary",
     "snake_keys",
+    "spec_gpus",
     "task_out",
 ]

@@ -8,6 +8,9 @@ from gpuyard.api.schemas.common import FieldErrorOut, Out, iso
 from gpuyard.model import GpuDevice, Node
 from gpuyard.store import EventRecord, JobRecord, TaskRecord
 
+#: The quota book's keys that are not GPU flavors (`gpuyard.scheduler.quota`: CPU, MEMORY).
+NOT_GPUS = frozenset({"cpu", "memory"})
+
 
 class SpecErrorOut(Out):
     detail: str
@@ -51,6 +54,13 @@ class EventOut(Out):
     attempt: int
 
 
+class Borrowed(Out):
+    """GPUs of one flavor a job holds beyond its tenant's guarantee."""
+
+    flavor: str
+    gpus: int
+
+
 class JobSummary(Out):
     id: str
     name: str
@@ -69,6 +79,11 @@ class JobSummary(Out):
     message: str | None
     pending_code: str | None
     pending_reason: str | None
+    pending_position: int | None = None
+    pending_queue_length: int | None = None
+    estimated_start: str | None = None
+    opportunistic: bool = False
+    borrowed: list[Borrowed] = []
 
 
 class JobDetail(JobSummary):
@@ -91,9 +106,19 @@ class Cancelled(Out):
     stop_requested: str | None
 
 
+def spec_gpus(spec: dict[str, Any]) -> int:
+    """The whole GPUs a job asks for: every task of every role."""
+    roles = spec.get("taskRoles", {})
+    return sum(int(r.get("gpuNumber", 0)) * int(r.get("taskNumber", 1)) for r in roles.values())
+
+
+def borrowed_gpus(j: JobRecord) -> list[Borrowed]:
+    """What the job borrows, GPU flavors only (CPU and memory borrowing only shows in
+    `opportunistic`)."""
+    return [Borrowed(flavor=f, gpus=n) for f, n in j.borrowed if n > 0 and f not in NOT_GPUS]
+
+
 def job_summary(j: JobRecord) -> dict[str, Any]:
-    roles = j.spec.get("taskRoles", {})
-    gpus = sum(int(r.get("gpuNumber", 0)) * int(r.get("taskNumber", 1)) for r in roles.values())
     return {
         "id": j.id,
         "name": j.name,
@@ -104,7 +129,7 @@ def job_summary(j: JobRecord) -> dict[str, Any]:
         "attempt": j.attempt,
         "retry_count": j.retry_count,
         "retries_used": j.retries_used,
-        "gpus": gpus,
+        "gpus": spec_gpus(j.spec),
         "submitted_at": iso(j.submitted_at),
         "started_at": iso(j.started_at),
         "finished_at": iso(j.finished_at),
@@ -112,6 +137,11 @@ def job_summary(j: JobRecord) -> dict[str, Any]:
         "message": j.message,
         "pending_code": j.pending_code,
         "pending_reason": j.pending_reason,
+        "pending_position": j.pending_position,
+        "pending_queue_length": j.pending_queue_length,
+        "estimated_start": iso(j.pending_eta),
+        "opportunistic": j.opportunistic,
+        "borrowed": borrowed_gpus(j),
     }
 
 
