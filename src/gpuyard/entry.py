@@ -1,72 +1,45 @@
-"""The `gpuyard` command: the HTTP client commands plus `up`, which runs the server."""
+"""The `gpuyard` command: the HTTP client commands (`gpuyard.cli`), plus three commands that
+work on this machine: `up` (run the server), `image` (this node's images) and `sim` (replay
+a trace through the scheduler).
+
+The local commands are loaded only when one of them runs (click's documented lazy-loading
+pattern): the server, image and simulator code pulls in FastAPI, SQLAlchemy and matplotlib,
+seconds of start-up that every `gpuyard jobs` would otherwise pay.
+"""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import Annotated
+import importlib
 
+import click
 import typer
+from typer.core import TyperGroup
 
 from gpuyard.cli.main import app
-from gpuyard.imagecmd import image_app
-from gpuyard.server import ServerConfig, default_data_dir, serve
 
-DEFAULT_DATA_DIR = default_data_dir()
+LOCAL_COMMANDS: dict[str, tuple[str, str]] = {
+    "up": ("gpuyard.upcmd", "up_app"),
+    "image": ("gpuyard.imagecmd", "image_app"),
+    "sim": ("gpuyard.simcmd", "sim_app"),
+}
 
-app.add_typer(image_app, name="image")  # local-node commands on DATA_DIR/node/images
+
+class WithLocalCommands(TyperGroup):
+    """The HTTP client's command group, plus the local commands, imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *LOCAL_COMMANDS]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in LOCAL_COMMANDS:
+            return super().get_command(ctx, cmd_name)
+        module, attribute = LOCAL_COMMANDS[cmd_name]
+        command = typer.main.get_command(getattr(importlib.import_module(module), attribute))
+        command.name = cmd_name
+        return command
 
 
-@app.command()
-def up(
-    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="port to listen on")] = 8080,
-    data_dir: Annotated[
-        Path, typer.Option(help="where the database, logs and task state live")
-    ] = DEFAULT_DATA_DIR,
-    fake_gpus: Annotated[
-        str | None, typer.Option(help="declare fake GPUs, e.g. 4xA100-80GB")
-    ] = None,
-    fake_gpus_if_none: Annotated[
-        str | None, typer.Option(help="declare these fake GPUs only when NVML finds none")
-    ] = None,
-    node_name: Annotated[
-        str | None, typer.Option(help="this node's name (default: hostname)")
-    ] = None,
-    oci_runtime: Annotated[
-        str | None, typer.Option(help="crun or runc (default: crun if it works here)")
-    ] = None,
-    stop_grace: Annotated[
-        float, typer.Option(help="seconds between SIGTERM and SIGKILL on cancel")
-    ] = 10.0,
-    pids_limit: Annotated[int, typer.Option(help="most processes and threads per task")] = 4096,
-    db_url: Annotated[
-        str | None, typer.Option(help="database URL (default: SQLite in the data dir)")
-    ] = None,
-    storage_root: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="on first start, a dir the default tenant's jobs may use as dataDir "
-            "or outputDir (repeatable; default: DATA_DIR/storage and /tmp)"
-        ),
-    ] = None,
-) -> None:
-    """Start the embedded platform in the foreground: API, controller, this machine as the node."""
-    serve(
-        ServerConfig(
-            host=host,
-            port=port,
-            data_dir=data_dir.expanduser(),
-            fake_gpus=fake_gpus,
-            fake_gpus_if_none=fake_gpus_if_none,
-            node_name=node_name,
-            oci_runtime=oci_runtime,
-            stop_grace_s=stop_grace,
-            pids_limit=pids_limit,
-            db_url=db_url,
-            storage_roots=tuple(os.path.abspath(p) for p in storage_root or ()),
-        )
-    )
+app.info.cls = WithLocalCommands
 
 
 def main() -> None:

@@ -18,10 +18,14 @@ from gpuyard.controller import Controller
 from gpuyard.engine import LocalEngine, NodeAgent
 from gpuyard.model import Node, SystemClock
 from gpuyard.runtime.executor import ContainerRuntime
+from gpuyard.runtime.gpustats import NvmlSampler
 from gpuyard.runtime.node import local_node
 from gpuyard.store import open_store
 
 log = logging.getLogger("gpuyard")
+
+# a file holding the token Prometheus must send to /metrics (unset: /metrics is open)
+METRICS_TOKEN_FILE_ENV = "GPUYARD_METRICS_TOKEN_FILE"
 
 
 def default_data_dir() -> Path:
@@ -43,6 +47,7 @@ class ServerConfig:
     cycle_interval_s: float = 0.5
     db_url: str | None = None
     storage_roots: tuple[str, ...] = ()  # of the default tenant made on first start
+    metrics_token_file: Path | None = None  # default: $GPUYARD_METRICS_TOKEN_FILE, if set
 
 
 def build_node(cfg: ServerConfig) -> Node:
@@ -52,7 +57,18 @@ def build_node(cfg: ServerConfig) -> Node:
     return node
 
 
-def build_controller(cfg: ServerConfig) -> Controller:
+def metrics_token(cfg: ServerConfig) -> str | None:
+    """The scrape token of /metrics, read from its file; None leaves /metrics open."""
+    path = cfg.metrics_token_file or os.environ.get(METRICS_TOKEN_FILE_ENV)
+    if not path:
+        return None
+    token = Path(path).read_text().strip()
+    if not token:
+        raise ValueError(f"the metrics token file {path} is empty")
+    return token
+
+
+def build_controller(cfg: ServerConfig, gpus: NvmlSampler | None = None) -> Controller:
     cfg.data_dir.mkdir(parents=True, exist_ok=True)
     clock = SystemClock()
     store = open_store(cfg.data_dir, cfg.db_url, clock)
@@ -65,11 +81,13 @@ def build_controller(cfg: ServerConfig) -> Controller:
         interval_s=cfg.cycle_interval_s,
         stop_grace_s=cfg.stop_grace_s,
         pids_limit=cfg.pids_limit,
+        gpu_utilization=gpus.utilization if gpus else None,
     )
 
 
 def build_app(cfg: ServerConfig) -> FastAPI:
-    controller = build_controller(cfg)
+    gpus = NvmlSampler()
+    controller = build_controller(cfg, gpus)
     created = bootstrap(
         controller.store, controller.engine.nodes(), cfg.data_dir, cfg.storage_roots
     )
@@ -87,8 +105,11 @@ def build_app(cfg: ServerConfig) -> FastAPI:
         controller.stop()
         controller.engine.close()
         controller.store.close()
+        gpus.close()
 
     app = create_app(controller)
+    app.state.gpu_sampler = gpus
+    app.state.metrics_token = metrics_token(cfg)
     app.router.lifespan_context = lifespan
     return app
 

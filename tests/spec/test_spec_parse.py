@@ -174,6 +174,7 @@ def test_to_document_is_our_camel_case_format():
         "priority",
         "tenant",
         "maxRuntime",
+        "webhook",
         "taskRoles",
     ]
     assert document["maxRuntime"] == 5400

@@ -1,7 +1,8 @@
 """The FastAPI application: routers, and errors turned into answers a person can act on.
 
-Every route but `/healthz` and the API docs (`/docs`, `/openapi.json`) needs a bearer token
-(`gpuyard.api.auth`); what a caller may do is decided in `gpuyard.api.authz`.
+Every route but `/healthz`, `/metrics` and the API docs (`/docs`, `/openapi.json`) needs a
+bearer token (`gpuyard.api.auth`); what a caller may do is decided in `gpuyard.api.authz`.
+`/metrics` is open unless a separate scrape token is set (`gpuyard.api.routers.metrics`).
 """
 
 from __future__ import annotations
@@ -11,15 +12,18 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
 
 from gpuyard import __version__
 from gpuyard.api.auth import Unauthenticated
 from gpuyard.api.authz import Forbidden
 from gpuyard.api.errors import Conflict, InvalidInput
-from gpuyard.api.routers import jobs, nodes, queue, tenants, tokens, users
+from gpuyard.api.routers import jobs, nodes, queue, tenants, tokens, users, web
+from gpuyard.api.routers.metrics import install_metrics
 from gpuyard.controller import Controller
 from gpuyard.spec import SpecError
 from gpuyard.store import JobAlreadyEnded, JobNotFound, TenantExists, UserExists
+from gpuyard.web import STATIC
 
 log = logging.getLogger("gpuyard.api")
 
@@ -33,6 +37,9 @@ def create_app(controller: Controller) -> FastAPI:
     app.state.controller = controller
     for module in (jobs, nodes, queue, tenants, users, tokens):
         app.include_router(module.router)
+    install_metrics(app, controller)  # GET /metrics, open unless a scrape token is set
+    app.include_router(web.router)  # the portal's pages (docs/portal.md)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, str]:

@@ -50,8 +50,13 @@ def bearer_token(request: Request) -> str:
 
 
 def current_user(request: Request) -> UserRecord:
+    return user_for_token(request, bearer_token(request))
+
+
+def user_for_token(request: Request, secret: str) -> UserRecord:
+    """The user whose live token `secret` is: the one check of the API and the portal."""
     store = get_controller(request).store
-    token, why = store.tokens.check(bearer_token(request))
+    token, why = store.tokens.check(secret)
     if token is None:
         raise Unauthenticated(f"the API token is not valid ({why})", "invalid_token")
     user = store.users.get(token.user)

@@ -6,8 +6,12 @@ One cycle, in order (each phase loads, does its I/O outside any transaction, the
                (exactly once), release what ended;
 2. settle    — turn the task ends of each bound job into the job's state: run, succeed,
                retry as a new attempt, fail, stop; stop the siblings of a failed task;
-3. enforce   — cancels and `maxRuntime`: SIGTERM, a grace period, then SIGKILL;
+3. enforce   — cancels, `maxRuntime` and idle GPUs (`idle.py`): SIGTERM, a grace period,
+               then SIGKILL;
 4. schedule  — snapshot → `scheduler.schedule` → bind in the store → start on the engine.
+
+Each cycle is timed, each first start observes its queueing delay, and each job that ends is
+counted and, if its spec names a `webhook`, notified (`webhooks.py`, never blocking the cycle).
 
 The database is the truth and the engine is told: a decision is written before it is acted
 on, so the first cycle after a restart reconciles (adopts live tasks, records exits that
@@ -18,15 +22,21 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from gpuyard.controller.idle import IdleFinding, IdleWatch, UtilizationReader
 from gpuyard.controller.launch import build_launch
 from gpuyard.controller.lifecycle import Outcome, Verdict, decide, task_end_state
 from gpuyard.controller.view import ViewBuilder
+from gpuyard.controller.webhooks import WebhookDispatcher, job_payload
 from gpuyard.engine import Engine, NodeUnavailable
+from gpuyard.metrics import Instruments
 from gpuyard.model import (
     Clock,
+    GpuDevice,
+    IdleGpuAction,
     JobPlacement,
     JobState,
     Node,
@@ -64,6 +74,9 @@ class Controller:
         stop_grace_s: float = 10.0,
         pids_limit: int = 4096,
         scheduler_config: SchedulerConfig | None = None,
+        instruments: Instruments | None = None,
+        gpu_utilization: UtilizationReader | None = None,
+        webhooks: WebhookDispatcher | None = None,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -79,12 +92,18 @@ class Controller:
         self._thread: threading.Thread | None = None
         self._nodes_recorded_at = float("-inf")
         self.cycles = 0
+        self.instruments = instruments if instruments is not None else Instruments()
+        self.webhooks = (
+            webhooks if webhooks is not None else WebhookDispatcher(self.instruments)
+        )  # (an empty dispatcher is falsy: it has a length)
+        self._idle = IdleWatch(gpu_utilization) if gpu_utilization else None
 
     # ---- the background loop ---------------------------------------------------------
 
     def start(self) -> None:
         self._halt.clear()
         self.engine.watch(self.wake)
+        self.webhooks.start()
         self._thread = threading.Thread(target=self._run, name="gpuyard-controller", daemon=True)
         self._thread.start()
 
@@ -93,6 +112,11 @@ class Controller:
         self._wake.set()
         if self._thread:
             self._thread.join(timeout=10)
+        self.webhooks.stop()
+
+    def idle_jobs(self) -> dict[str, str]:
+        """Job id → tenant of the running jobs whose GPUs are idle past their window."""
+        return self._idle.idle_jobs() if self._idle else {}
 
     def wake(self) -> None:
         self._wake.set()
@@ -107,13 +131,15 @@ class Controller:
             self._wake.clear()
 
     def run_cycle(self) -> None:
+        began = time.perf_counter()
         nodes = self.engine.nodes()
         self._record_nodes(nodes)
         self._observe()
         self._settle()
-        self._enforce()
+        self._enforce(nodes)
         self._schedule(nodes)
         self.cycles += 1
+        self.instruments.controller_cycle.observe(time.perf_counter() - began)
 
     # ---- 1. observe ------------------------------------------------------------------
 
@@ -168,6 +194,9 @@ class Controller:
                 job = self.store.jobs.move(
                     bound.id, JobState.RUNNING, "Started", started_at=bound.started_at or first
                 )
+                if bound.started_at is None:  # the job's first start: how long it queued
+                    delay = max(0.0, first - bound.submitted_at)
+                    self.instruments.queueing_delay.labels(bound.tenant).observe(delay)
             if any(t.state == TaskState.FAILED for t in tasks):
                 self._stop_tasks(tasks)
             self._apply_outcome(job, decide(job, tasks))
@@ -193,13 +222,13 @@ class Controller:
                 stop_requested=None,
             )
             return
-        jobs.move(job.id, outcome.job_state, outcome.reason, outcome.message)
-        self._specs.pop(job.id, None)
+        self._ended(jobs.move(job.id, outcome.job_state, outcome.reason, outcome.message))
 
     # ---- 3. enforce ------------------------------------------------------------------
 
-    def _enforce(self) -> None:
+    def _enforce(self, nodes: list[Node]) -> None:
         now = self.clock.now()
+        self._watch_idle(nodes, now)
         for job in self.store.jobs.in_states(JobState.RUNNING):
             limit = self._spec(job).max_runtime_s
             if not limit or job.stop_requested:
@@ -210,12 +239,39 @@ class Controller:
                 self.store.jobs.request_stop(job.id, TaskReason.TIMEOUT)
         for job in self.store.jobs.stop_requested():
             if job.state == JobState.QUEUED:
-                self.store.jobs.move(
-                    job.id, JobState.STOPPED, job.stop_requested, "stopped before it started"
+                self._ended(
+                    self.store.jobs.move(
+                        job.id, JobState.STOPPED, job.stop_requested, "stopped before it started"
+                    )
                 )
-                self._specs.pop(job.id, None)
             else:
                 self._stop_tasks(self.store.jobs.tasks(job.id, attempt=job.attempt))
+
+    def _watch_idle(self, nodes: list[Node], now: float) -> None:
+        """Flag or stop the running jobs whose GPUs all stayed idle for their window."""
+        if self._idle is None:
+            return
+        running = [
+            (j, self.store.jobs.tasks(j.id, attempt=j.attempt))
+            for j in self.store.jobs.in_states(JobState.RUNNING)
+            if not j.stop_requested
+        ]
+        tenants = {t.name: t for t in self.store.tenants.tenants()}
+        gpus: dict[tuple[str, int], GpuDevice] = {
+            (n.name, g.index): g for n in nodes for g in n.gpus
+        }
+        for finding in self._idle.check(running, tenants, gpus, now):
+            self._act_on_idle(finding)
+
+    def _act_on_idle(self, finding: IdleFinding) -> None:
+        log.info("job %s: idle GPUs (%s): %s", finding.job_id, finding.action, finding.message)
+        self.instruments.idle_gpu.labels(finding.tenant, str(finding.action)).inc()
+        self.store.jobs.note(finding.job_id, TaskReason.IDLE_GPU, finding.message)
+        if finding.action is IdleGpuAction.STOP:
+            try:
+                self.store.jobs.request_stop(finding.job_id, TaskReason.IDLE_GPU)
+            except (JobNotFound, JobAlreadyEnded):
+                return
 
     def preempt(self, job_id: str, grace_s: float) -> None:
         """Stop a running job to make room: SIGTERM, `grace_s` to checkpoint, then SIGKILL.
@@ -245,6 +301,7 @@ class Controller:
         queued = [j for j in self.store.jobs.in_states(JobState.QUEUED) if not j.stop_requested]
         if not queued:
             return
+        began = time.perf_counter()
         view = self._views.build(nodes, queued, self.clock.now())
         # the scheduler assumed its placements on its snapshot; bind commits, start tells the node
         result = self.scheduler.cycle(view)
@@ -271,6 +328,7 @@ class Controller:
                 launch = build_launch(job, self._spec(job), task, node, self.pids_limit, tenant)
                 launches.append((task, launch))
         self._start_all(launches)
+        self.instruments.scheduling_cycle.observe(time.perf_counter() - began)
 
     def _start_all(self, launches: list[tuple[TaskRecord, TaskLaunch]]) -> None:
         """Tell the nodes, several starts at once; record each start that failed, and why."""
@@ -297,6 +355,14 @@ class Controller:
         return None
 
     # ---- helpers ---------------------------------------------------------------------
+
+    def _ended(self, job: JobRecord) -> None:
+        """A job reached an end state: count it, notify its webhook, forget its spec."""
+        self.instruments.jobs_finished.labels(job.tenant, str(job.state)).inc()
+        url = self._spec(job).webhook
+        if url:
+            self.webhooks.enqueue(url, job_payload(job))
+        self._specs.pop(job.id, None)
 
     def _spec(self, job: JobRecord) -> JobSpec:
         spec = self._specs.get(job.id)

@@ -105,14 +105,19 @@ class ViewBuilder:
         )
 
     def _usage(self, tenants: Iterable[Tenant], now: float) -> dict[str, TenantUsage]:
-        out: dict[str, TenantUsage] = {}
-        used_by_period: dict[BudgetPeriod, dict[str, float]] = {}
-        for tenant in tenants:
-            if tenant.gpu_hour_budget is None:
-                continue
-            start, end = period_bounds(now, tenant.budget_period)
-            if tenant.budget_period not in used_by_period:
-                used_by_period[tenant.budget_period] = self._store.usage.by_tenant(start, now)
-            used_s = used_by_period[tenant.budget_period].get(tenant.name, 0.0)
-            out[tenant.name] = TenantUsage(gpu_hours=used_s / 3600, period_ends_at=end)
-        return out
+        return tenant_usage(self._store, tenants, now)
+
+
+def tenant_usage(store: Store, tenants: Iterable[Tenant], now: float) -> dict[str, TenantUsage]:
+    """GPU-hours used in the current budget period by each tenant that has a budget."""
+    out: dict[str, TenantUsage] = {}
+    used_by_period: dict[BudgetPeriod, dict[str, float]] = {}
+    for tenant in tenants:
+        if tenant.gpu_hour_budget is None:
+            continue
+        start, end = period_bounds(now, tenant.budget_period)
+        if tenant.budget_period not in used_by_period:
+            used_by_period[tenant.budget_period] = store.usage.by_tenant(start, now)
+        used_s = used_by_period[tenant.budget_period].get(tenant.name, 0.0)
+        out[tenant.name] = TenantUsage(gpu_hours=used_s / 3600, period_ends_at=end)
+    return out

@@ -15,7 +15,7 @@ from gpuyard.model.states import (
     check_job_transition,
     failure_class,
 )
-from gpuyard.model.tenant import BudgetPeriod, FlavorQuota, QueuePolicy, Tenant
+from gpuyard.model.tenant import BudgetPeriod, FlavorQuota, IdleGpuAction, QueuePolicy, Tenant
 
 __all__ = [
     "BudgetPeriod",
@@ -24,6 +24,7 @@ __all__ = [
     "RunningJob",
     "TenantUsage",
     "Tenant",
+    "IdleGpuAction",
     "JOB_TRANSITIONS",
     "Clock",
     "FailureClass",

@@ -22,6 +22,8 @@ class JobDemand:
     `submitted_at`: when this attempt entered the queue (aging and FIFO use it).
     `attained_gpu_s`: GPU-seconds the job received in its earlier attempts (LAS uses it).
     `max_runtime_s`: the spec's maxRuntime, None when unlimited.
+    `oracle_duration_s`: how long this attempt will run once started (simulation only: the
+    SJF/SRTF oracle baselines read it); None live.
     """
 
     job_id: str
@@ -33,6 +35,7 @@ class JobDemand:
     submitted_at: float = 0.0
     attained_gpu_s: float = 0.0
     max_runtime_s: int | None = None
+    oracle_duration_s: float | None = None
 
     @property
     def total(self) -> Resources:

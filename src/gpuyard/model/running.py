@@ -18,6 +18,8 @@ class RunningJob:
 
     `terminating`: a stop (preemption, cancel, timeout) was already sent; its resources will
     come back within its grace period. `preemptible=False` protects it from any preemption.
+    `attained_gpu_s`: GPU-seconds received in earlier attempts (LAS adds this attempt's).
+    `oracle_end_at`: when it will end if not stopped (simulation only, SRTF); None live.
     """
 
     job_id: str
@@ -30,6 +32,8 @@ class RunningJob:
     max_runtime_s: int | None = None
     preemptible: bool = True
     terminating: bool = False
+    attained_gpu_s: float = 0.0
+    oracle_end_at: float | None = None
 
     @property
     def opportunistic(self) -> bool:

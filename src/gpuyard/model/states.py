@@ -77,6 +77,7 @@ class TaskReason:
     CANCELLED = "Cancelled"
     AGENT_ERROR = "AgentError"
     INVALID_SPEC = "InvalidSpec"
+    IDLE_GPU = "IdleGPU"  # stopped by its tenant's idle-GPU policy
 
     @staticmethod
     def error(exit_code: int) -> str:
@@ -112,6 +113,7 @@ _FAILURE_CLASSES: dict[str, FailureClass] = {
     TaskReason.COMMAND_NOT_FOUND: FailureClass.INVALID,
     TaskReason.IMAGE_ERROR: FailureClass.INVALID,
     TaskReason.INVALID_SPEC: FailureClass.INVALID,
+    TaskReason.IDLE_GPU: FailureClass.INVALID,  # a policy stop: retrying would idle again
     TaskReason.NODE_LOST: FailureClass.PLATFORM,
     TaskReason.PREEMPTED: FailureClass.PLATFORM,
     TaskReason.AGENT_ERROR: FailureClass.PLATFORM,

@@ -1,5 +1,5 @@
 """Tenants (teams): guaranteed quotas per GPU flavor, borrowing and lending, fair-share weight,
-queue policy, per-user limits, GPU-hour budgets, storage roots.
+queue policy, per-user limits, GPU-hour budgets, storage roots, the idle-GPU policy.
 
 Words as in DESIGN.md: a job inside its tenant's guaranteed quota is *guaranteed*; one that
 borrows idle capacity of other tenants beyond it is *opportunistic* and may be preempted when
@@ -22,6 +22,14 @@ class BudgetPeriod(enum.StrEnum):
     DAY = "day"
     WEEK = "week"
     MONTH = "month"
+
+
+class IdleGpuAction(enum.StrEnum):
+    """What happens to a running job whose GPUs all stay idle for the tenant's window."""
+
+    OFF = "off"  # not watched
+    FLAG = "flag"  # an `IdleGPU` event on the job and the gpuyard_job_idle_gpu metric
+    STOP = "stop"  # stopped with reason `IdleGPU`, never retried
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +63,11 @@ class Tenant:
     budget_period: BudgetPeriod = BudgetPeriod.MONTH
     storage_roots: tuple[str, ...] = field(default=())  # where dataDir/outputDir may point
     allow_root: bool = False  # may tasks run as root inside the container?
+    # idle GPUs: every GPU of a running job under the threshold (NVML utilisation, %) for the
+    # window is idle; fake GPUs have no utilisation and are never idle (docs/observability.md)
+    idle_gpu_action: IdleGpuAction = IdleGpuAction.FLAG
+    idle_gpu_threshold_pct: float = 5.0
+    idle_gpu_window_s: int = 1800
 
     def quota(self, flavor: str) -> FlavorQuota | None:
         for q in self.quotas:

@@ -1,4 +1,5 @@
-"""Reading a container's cgroup from the host: where its controllers live, its OOM counter.
+"""Reading a container's cgroup from the host: where its controllers live, its OOM counter,
+its CPU time and memory (`task_usage`, for the metrics).
 
 Works with cgroup v2 (one unified hierarchy at /sys/fs/cgroup) and with v1 or hybrid set-ups
 (one mount per controller, found in /proc/self/mountinfo). A container's cgroup is the
@@ -11,6 +12,7 @@ unless the hugetlb controller has a v1 mount (`ensure_hugetlb_mount`, idempotent
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -87,6 +89,37 @@ def pids_current(cgroup_path: str) -> int | None:
 
 def pids_max(cgroup_path: str) -> int | None:
     text = _read(_path("pids", cgroup_path, "pids.max"))
+    return int(text) if text and text.strip().isdigit() else None
+
+
+@dataclass(frozen=True, slots=True)
+class CgroupUsage:
+    """CPU time used so far (seconds) and memory in use now (bytes) of one cgroup."""
+
+    cpu_seconds: float
+    memory_bytes: int
+
+
+def task_usage(cgroup_path: str) -> CgroupUsage | None:
+    """The cgroup's CPU time and memory, or None where it does not exist on this host.
+
+    v2: `cpu.stat` usage_usec and `memory.current`; v1: `cpuacct.usage` (ns) and
+    `memory.usage_in_bytes`.
+    """
+    if is_v2():
+        cpu_us = _field(_read(_path("cpu", cgroup_path, "cpu.stat")), "usage_usec")
+        cpu_s = cpu_us / 1e6 if cpu_us is not None else None
+        memory = _number(_read(_path("memory", cgroup_path, "memory.current")))
+    else:
+        cpu_ns = _number(_read(_path("cpuacct", cgroup_path, "cpuacct.usage")))
+        cpu_s = cpu_ns / 1e9 if cpu_ns is not None else None
+        memory = _number(_read(_path("memory", cgroup_path, "memory.usage_in_bytes")))
+    if cpu_s is None and memory is None:
+        return None
+    return CgroupUsage(cpu_s or 0.0, memory or 0)
+
+
+def _number(text: str | None) -> int | None:
     return int(text) if text and text.strip().isdigit() else None
 
 

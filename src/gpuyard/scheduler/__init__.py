@@ -5,6 +5,7 @@ pending reasons. No I/O, no clock.
 multi-tenant one (see docs/scheduler.md).
 """
 
+from gpuyard.scheduler.baselines import POLICIES
 from gpuyard.scheduler.cycle import CycleResult, CycleStats, queue_order, schedule
 from gpuyard.scheduler.multitenant import Scheduler
 from gpuyard.scheduler.placement import explain_no_fit, place_job
@@ -18,6 +19,7 @@ __all__ = [
     "ClusterView",
     "CycleResult",
     "CycleStats",
+    "POLICIES",
     "PendingCode",
     "PendingReason",
     "Preemption",

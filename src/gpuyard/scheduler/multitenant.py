@@ -17,6 +17,9 @@ parked tenants), never truth. It reads as its phases:
 6. requeue  — every job not admitted gets a reason, its position and, when known, an
               estimated start.
 
+`SchedulerConfig.policy` other than `default` hands every cycle to a baseline policy
+(`baselines.py`) instead.
+
 Parking (Kueue): a tenant whose head could not start is not re-examined while nothing that
 could help it changed — same head, same nodes and tenants, no resource it can use released.
 """
@@ -27,6 +30,7 @@ import heapq
 from dataclasses import dataclass
 
 from gpuyard.model import JobPlacement
+from gpuyard.scheduler.baselines import Baseline, make_baseline
 from gpuyard.scheduler.cycle import CycleResult, CycleStats
 from gpuyard.scheduler.fits import ShapeFits
 from gpuyard.scheduler.order import TenantQueues
@@ -51,8 +55,13 @@ class Scheduler:
         self._queues = TenantQueues(self.config)
         self._fits = ShapeFits()
         self._parked: dict[str, Parked] = {}
+        self._baseline: Baseline | None = None
+        if self.config.policy != "default":
+            self._baseline = make_baseline(self.config)
 
     def cycle(self, view: ClusterView) -> CycleResult:
+        if self._baseline is not None:
+            return self._baseline.cycle(view)
         # 1. heads: each tenant's queue, in order (re-sorted only where it changed).
         queues = self._queues.sync(view.queued, view.tenants, view.now)
         # 2. snapshot: what is free and who uses what, synced with the running jobs.

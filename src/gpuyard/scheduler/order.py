@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 
 from gpuyard.model import JobDemand, QueuePolicy, Tenant
 from gpuyard.scheduler.view import SchedulerConfig
@@ -47,19 +48,20 @@ class TenantQueues:
         self.queues: dict[str, list[Entry]] = {}
         self._policy: dict[str, QueuePolicy] = {}
         self._next_aging: dict[str, float] = {}
+        self._by_id: dict[int, JobDemand] = {}
+        self._entry: dict[int, Entry] = {}  # id(job) → its entry in its tenant's queue
 
     def sync(
         self, queued: Sequence[JobDemand], tenants: Mapping[str, Tenant], now: float
     ) -> dict[str, list[Entry]]:
         """Bring the queues in line with `queued`; returns tenant → [(key, job id)] in order."""
-        current: dict[str, JobDemand] = {}
-        added: list[JobDemand] = []
-        for job in queued:
-            current[job.job_id] = job
-            old = self.jobs.get(job.job_id)
-            if old is not job and old != job:
-                added.append(job)
-        gone = [old for job_id, old in self.jobs.items() if _replaced(old, current.get(job_id))]
+        # diff by object identity, in C loops: the old objects are alive until the end of the
+        # diff (held in `_by_id`), so an id cannot be reused by a new object meanwhile
+        by_id = dict(zip(map(id, queued), queued, strict=True))
+        added = [by_id[i] for i in by_id.keys() - self._by_id.keys()]
+        gone = [self._by_id[i] for i in self._by_id.keys() - by_id.keys()]
+        self._by_id = by_id
+        current = dict(zip(map(_job_id, queued), queued, strict=True))
         self.jobs = current
         stale = self._policy_or_aging_changed(tenants, now)
         self._remove(gone, stale)
@@ -73,17 +75,17 @@ class TenantQueues:
         return self.queues
 
     def _remove(self, gone: list[JobDemand], stale: set[str]) -> None:
-        by_tenant: dict[str, set[str]] = {}
         for job in gone:
-            if job.tenant not in stale:
-                by_tenant.setdefault(job.tenant, set()).add(job.job_id)
-        for tenant, ids in by_tenant.items():
-            queue = [e for e in self.queues.get(tenant, ()) if e[1] not in ids]
-            if queue:
-                self.queues[tenant] = queue
-            else:
+            entry = self._entry.pop(id(job), None)
+            if job.tenant in stale or entry is None:
+                continue
+            queue = self.queues.get(job.tenant, [])
+            i = bisect.bisect_left(queue, entry)
+            if i < len(queue) and queue[i] == entry:
+                del queue[i]
+            if not queue:
                 for table in (self.queues, self._policy, self._next_aging):
-                    table.pop(tenant, None)
+                    table.pop(job.tenant, None)
 
     def _insert(
         self, added: list[JobDemand], stale: set[str], tenants: Mapping[str, Tenant], now: float
@@ -94,7 +96,9 @@ class TenantQueues:
             policy = _policy(tenants, job.tenant)
             queue = self.queues.setdefault(job.tenant, [])
             self._policy.setdefault(job.tenant, policy)
-            bisect.insort(queue, (job_key(job, policy, now, self.config), job.job_id))
+            entry = (job_key(job, policy, now, self.config), job.job_id)
+            self._entry[id(job)] = entry
+            bisect.insort(queue, entry)
             if not is_aged(job, now, self.config):
                 aging = job.submitted_at + self.config.aging_s
                 self._next_aging[job.tenant] = min(self._next_aging.get(job.tenant, aging), aging)
@@ -114,7 +118,11 @@ class TenantQueues:
             for table in (self.queues, self._policy, self._next_aging):
                 table.pop(tenant, None)
             return
-        entries = [(job_key(j, policy, now, self.config), j.job_id) for j in jobs]
+        entries = []
+        for j in jobs:
+            entry = (job_key(j, policy, now, self.config), j.job_id)
+            self._entry[id(j)] = entry
+            entries.append(entry)
         entries.sort()
         self.queues[tenant] = entries
         self._policy[tenant] = policy
@@ -124,10 +132,9 @@ class TenantQueues:
         self._next_aging[tenant] = min(waiting, default=float("inf"))
 
 
-def _replaced(old: JobDemand, new: JobDemand | None) -> bool:
-    return new is not old and new != old
-
-
 def _policy(tenants: Mapping[str, Tenant], tenant: str) -> QueuePolicy:
     t = tenants.get(tenant)
     return t.queue_policy if t else QueuePolicy.FIFO
+
+
+_job_id = attrgetter("job_id")

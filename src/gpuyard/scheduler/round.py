@@ -195,7 +195,8 @@ class Round:
             self._pool = [
                 r
                 for r in self.view.running
-                if r.preemptible and (r.opportunistic or r.terminating or r.tenant in same_tenant)
+                if r.preemptible
+                and (r.terminating or r.tenant in same_tenant or (r.borrowed and r.opportunistic))
             ]
         return self._pool
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from gpuyard.model import Node, RunningJob, TaskPlacement, Tenant
 from gpuyard.scheduler.quota import CPU, MEMORY, QuotaBook, Usage
@@ -36,6 +37,7 @@ class ClusterState:
         self.charged: dict[str, Charged] = {}
         self.released: set[str] = set()  # resource keys freed since the last cycle
         self.rebuilt = True
+        self._by_id: dict[int, RunningJob] = {}  # the running jobs of the last sync, by id
 
     def sync(
         self, nodes: Sequence[Node], tenants: Mapping[str, Tenant], running: Sequence[RunningJob]
@@ -44,15 +46,29 @@ class ClusterState:
         self.rebuilt = self._nodes != tuple(nodes) or self._tenants != dict(tenants)
         if self.rebuilt:
             self._rebuild(tuple(nodes), dict(tenants))
-        current = {r.job_id: r for r in running}
-        for job_id, c in list(self.charged.items()):
-            r = current.get(job_id)
-            if r is None or r.tenant != c.tenant or r.placements != c.placements:
-                self.released.update(c.usage)
-                self._drop(job_id)
-        for r in running:
-            if r.job_id not in self.charged:
+        # diff in C loops: jobs gone from the view are refunded (and so are jobs charged by
+        # the last cycle that the caller did not bind); a RunningJob object not seen last
+        # time is checked for a move; jobs not charged yet are charged
+        by_id = dict(zip(map(id, running), running, strict=True))
+        fresh = by_id.keys() if self.rebuilt else by_id.keys() - self._by_id.keys()
+        fresh_jobs = [r for r in running if id(r) in fresh] if fresh else []
+        self._by_id = by_id
+        current = dict(zip(map(_job_id, running), running, strict=True))
+        gone = self.charged.keys() - current.keys()
+        for job_id in [j for j in self.charged if j in gone] if gone else ():
+            self._release(job_id)  # in the order they were charged, as before
+        for r in fresh_jobs:
+            c = self.charged.get(r.job_id)
+            if c is not None and (r.tenant != c.tenant or r.placements != c.placements):
+                self._release(r.job_id)
+        missing = current.keys() - self.charged.keys()
+        for r in running if missing else ():
+            if r.job_id in missing:
                 self.charge(r.job_id, r.tenant, r.placements)
+
+    def _release(self, job_id: str) -> None:
+        self.released.update(self.charged[job_id].usage)
+        self._drop(job_id)
 
     def _rebuild(self, nodes: tuple[Node, ...], tenants: dict[str, Tenant]) -> None:
         self._nodes, self._tenants = nodes, tenants
@@ -104,3 +120,6 @@ class ClusterState:
         if key == MEMORY:
             return self.snapshot.free_memory_mb
         return self.snapshot.free_by_flavor.get(key, 0)
+
+
+_job_id = attrgetter("job_id")

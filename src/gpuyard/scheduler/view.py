@@ -54,8 +54,12 @@ class SchedulerConfig:
     tenant starts on them) until it does.
     `las_thresholds_gpu_s`: attained GPU-seconds that separate the LAS queues (Tiresias).
     `eta_max_releases`: how many running jobs the start estimate may release, at most.
+    `policy`: `default` (this multi-tenant scheduler) or a baseline of `baselines.py`:
+    `fifo`, `fifo-backfill`, `las`, `sjf-oracle`, `srtf-oracle` (the last two need oracle
+    durations: simulation only).
     """
 
     aging_s: float = 3600.0
     las_thresholds_gpu_s: tuple[float, ...] = (3600.0, 36_000.0)
     eta_max_releases: int = 256
+    policy: str = "default"

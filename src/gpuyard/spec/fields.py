@@ -10,6 +10,7 @@ import math
 import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from gpuyard.spec import limits
 from gpuyard.spec.errors import Errors, got, got_text, item, join
@@ -171,6 +172,23 @@ def read_host_path(errs: Errors, path: str, value: object) -> str | None:
         return None
     if ".." in value.split("/") or "\x00" in value or len(value) > limits.MAX_PATH_CHARS:
         errs.add(path, f"must be a plain absolute path without '..'{got(value)}")
+        return None
+    return value
+
+
+def read_webhook(errs: Errors, path: str, value: object) -> str | None:
+    """An http(s) URL with a host, like https://hooks.example.com/gpuyard."""
+    expected = "must be an http:// or https:// URL with a host, like https://hooks.example.com/x"
+    if not isinstance(value, str) or len(value) > limits.MAX_URL_CHARS or value != value.strip():
+        errs.add(path, f"{expected}{got_text(value)}")
+        return None
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname if parts.port is None or parts.port > 0 else None
+    except ValueError:  # a bad port or IPv6 address
+        parts, host = None, None
+    if parts is None or parts.scheme not in limits.WEBHOOK_SCHEMES or not host:
+        errs.add(path, f"{expected}{got_text(value)}")
         return None
     return value
 

@@ -50,6 +50,7 @@ class JobSpec:
     priority: int = 0
     tenant: str = limits.DEFAULT_TENANT
     max_runtime_s: int | None = None
+    webhook: str | None = None  # POSTed to when the job ends (docs/observability.md)
 
     def __post_init__(self) -> None:
         # own copies, so that the caller's dicts cannot change this value later
@@ -81,5 +82,6 @@ class JobSpec:
             "priority": self.priority,
             "tenant": self.tenant,
             "maxRuntime": self.max_runtime_s,
+            "webhook": self.webhook,
             "taskRoles": {name: r.to_document() for name, r in self.task_roles.items()},
         }

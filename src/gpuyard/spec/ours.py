@@ -21,6 +21,7 @@ from gpuyard.spec.fields import (
     read_host_path,
     read_image,
     read_memory,
+    read_webhook,
     whole,
 )
 from gpuyard.spec.models import JobSpec, TaskRoleSpec
@@ -148,6 +149,7 @@ JOB_TABLE: tuple[Row, ...] = (
     ("priority", "priority", whole(*limits.PRIORITY, "a whole number from -1000 to 1000"), 0),
     ("tenant", "tenant", pattern(limits.TENANT_RE, limits.NAME_RULE), limits.DEFAULT_TENANT),
     ("maxRuntime", "max_runtime_s", read_duration, None),
+    ("webhook", "webhook", read_webhook, None),
     ("taskRoles", "task_roles", read_roles, Required(_TASK_ROLES_WHAT)),
 )
 

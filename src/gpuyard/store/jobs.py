@@ -59,7 +59,7 @@ class NewTask:
 ETA_SLACK_S = 5.0
 
 # A cancel overrides a timeout, which overrides a preemption: what the user asked for wins.
-_STOP_PRECEDENCE = {"Preempted": 1, "Timeout": 2, "Cancelled": 3}
+_STOP_PRECEDENCE = {"Preempted": 1, "IdleGPU": 2, "Timeout": 2, "Cancelled": 3}
 
 
 def task_key(job_id: str, attempt: int, role: str, index: int) -> str:
@@ -128,7 +128,24 @@ class JobRepo:
         with self._sessions() as s:
             return [EventRecord.of(r) for r in s.scalars(q)]
 
+    def counts(self) -> dict[tuple[str, JobState], int]:
+        """How many jobs each tenant has in each state (one grouped query)."""
+        q = select(JobRow.tenant, JobRow.state, func.count()).group_by(JobRow.tenant, JobRow.state)
+        with self._sessions() as s:
+            return {(tenant, JobState(st)): n for tenant, st, n in s.execute(q)}
+
     # ---- writes ------------------------------------------------------------------------
+
+    def note(self, job_id: str, reason: str, message: str | None = None) -> bool:
+        """An event that changes nothing (from = to = the job's state), e.g. `IdleGPU`."""
+        now = self._clock.now()
+        with self._sessions.begin() as s:
+            row = s.get(JobRow, job_id)
+            if row is None or JobState(row.state).is_final:
+                return False
+            st = JobState(row.state)
+            s.add(_event(row, st, st, reason, message, now))
+            return True
 
     def submit(self, job: NewJob) -> JobRecord:
         now = self._clock.now()

@@ -51,13 +51,17 @@ class Cluster:
     def idle(self, flavor: str) -> int:
         return max(0, self.capacity.get(flavor, 0) - self.allocated.get(flavor, 0))
 
+    def flavors(self) -> list[str]:
+        """Every flavor the cluster has or a tenant holds."""
+        return sorted(set(self.capacity) | {f for u in self.used.values() for f in u})
+
 
 def queue_view(ctl: Controller, visible: frozenset[str] | None) -> QueueOut:
     """Every tenant the caller may see (`visible`; None: all), with its GPUs and its queue."""
     tenants = ctl.store.tenants.tenants()
-    cluster = _cluster(ctl, ctl.engine.nodes())
-    flavors = sorted(set(cluster.capacity) | {f for u in cluster.used.values() for f in u})
-    lent = {f: lent_by_tenant(tenants, f, cluster) for f in flavors}
+    cluster = cluster_usage(ctl, ctl.engine.nodes())
+    flavors = cluster.flavors()
+    lent = lent_per_flavor(tenants, cluster)
     queues = _queues(ctl.store.jobs.in_states(JobState.QUEUED))
     shown = [t for t in tenants if visible is None or t.name in visible]
     return QueueOut(
@@ -74,7 +78,7 @@ def queue_view(ctl: Controller, visible: frozenset[str] | None) -> QueueOut:
 # -- the cluster -----------------------------------------------------------------------
 
 
-def _cluster(ctl: Controller, nodes: Sequence[Node]) -> Cluster:
+def cluster_usage(ctl: Controller, nodes: Sequence[Node]) -> Cluster:
     flavor_of = {(n.name, g.index): g.type for n in nodes for g in n.gpus}
     capacity: dict[str, int] = defaultdict(int)
     for n in nodes:
@@ -141,6 +145,11 @@ def lent_by_tenant(tenants: Sequence[Tenant], flavor: str, cluster: Cluster) -> 
     return split(taken, lendable)
 
 
+def lent_per_flavor(tenants: Sequence[Tenant], cluster: Cluster) -> dict[str, dict[str, int]]:
+    """Flavor → tenant → GPUs lent (`lent_by_tenant` for every flavor of the cluster)."""
+    return {f: lent_by_tenant(tenants, f, cluster) for f in cluster.flavors()}
+
+
 def split(total: int, weights: dict[str, int]) -> dict[str, int]:
     """`total` in proportion to `weights` (largest remainder; ties by name)."""
     whole = sum(weights.values())
@@ -154,7 +163,10 @@ def split(total: int, weights: dict[str, int]) -> dict[str, int]:
     return shares
 
 
-def _shares(tenant: Tenant, cluster: Cluster, lent: dict[str, dict[str, int]]) -> list[FlavorShare]:
+def flavor_shares(
+    tenant: Tenant, cluster: Cluster, lent: dict[str, dict[str, int]]
+) -> list[FlavorShare]:
+    """The tenant's guaranteed, used, borrowed and lent GPUs of each flavor it has or holds."""
     used = cluster.used.get(tenant.name, {})
     names = {f.upper(): f for f in cluster.capacity}
     flavors = {names.get(q.flavor.upper(), q.flavor) for q in tenant.quotas} | set(used)
@@ -213,6 +225,6 @@ def _tenant_queue(
         name=tenant.name,
         weight=tenant.weight,
         queue_policy=str(tenant.queue_policy),
-        flavors=_shares(tenant, cluster, lent),
+        flavors=flavor_shares(tenant, cluster, lent),
         queue=[_queued_job(j) for j in queued],
     )

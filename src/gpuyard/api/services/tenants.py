@@ -62,6 +62,10 @@ def tenant_errors(t: Tenant) -> list[tuple[str, str]]:
     errors += _negative_numbers("", tenant_doc(t))
     if t.weight <= 0:
         errors.append(("weight", "must be more than 0"))
+    if t.idle_gpu_threshold_pct > 100:
+        errors.append(("idleGpuThresholdPct", "must be a percentage from 0 to 100"))
+    if t.idle_gpu_window_s < 60:
+        errors.append(("idleGpuWindowS", "must be at least 60 (seconds)"))
     flavors = [q.flavor for q in t.quotas]
     for dup in sorted({f for f in flavors if flavors.count(f) > 1}):
         errors.append(("quotas", f"flavor {dup} is given more than once"))

@@ -1,0 +1,24 @@
+"""One registry per app: the scrape-time cluster collector, the controller's instruments and
+the process' own metrics (`process_*`), rendered in Prometheus' text format."""
+
+from __future__ import annotations
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.process_collector import ProcessCollector
+
+from gpuyard.metrics.collector import ClusterCollector
+from gpuyard.metrics.instruments import Instruments
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+def build_registry(cluster: ClusterCollector, instruments: Instruments) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(cluster)
+    registry.register(instruments)
+    ProcessCollector(registry=registry)
+    return registry
+
+
+def render(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)

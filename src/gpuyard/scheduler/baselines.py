@@ -1,0 +1,354 @@
+"""Baseline policies from the literature, selectable with `SchedulerConfig(policy=...)`.
+
+Each is a `cycle(view) -> CycleResult` like the default multi-tenant scheduler, on the same
+synced snapshot (`ClusterState`) and the same gang placement (`place_gang`):
+
+- `fifo`          YARN-CS style: each tenant's queue in FIFO order, strictly (a head that
+                  cannot start blocks its tenant), within its guarantee only (no borrowing);
+- `fifo-backfill` one FIFO queue on the shared pool (quotas ignored); a job that does not fit
+                  is skipped and later ones that fit start (greedy backfill);
+- `sjf-oracle`    shortest job first on the shared pool (`JobDemand.oracle_duration_s`),
+                  greedy, non-preemptive; simulation only;
+- `srtf-oracle`   shortest remaining time first, preemptive: a job that does not fit stops
+                  running jobs with a longer remaining time (`RunningJob.oracle_end_at`);
+- `las`           Tiresias' discretized 2D-LAS on the shared pool: queues by attained
+                  GPU-seconds (`las_thresholds_gpu_s`), FIFO (arrival) inside a queue; a job
+                  that does not fit stops running jobs of lower queues.
+
+Victims get their tenant's `preemption_grace_s`; the head's room is held for the rest of the
+cycle, and it starts in a later cycle once they have stopped (as with reclaim).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from operator import attrgetter
+
+from gpuyard.model import JobDemand, JobPlacement, RunningJob, Tenant
+from gpuyard.scheduler.cycle import CycleResult, CycleStats
+from gpuyard.scheduler.fits import matching_flavors
+from gpuyard.scheduler.packing import place_gang
+from gpuyard.scheduler.quota import job_usage
+from gpuyard.scheduler.reasons import PendingCode, PendingReason
+from gpuyard.scheduler.snapshot import Undo
+from gpuyard.scheduler.state import ClusterState
+from gpuyard.scheduler.view import Admission, ClusterView, Preemption, SchedulerConfig
+
+NOT_NOW = PendingReason(PendingCode.INSUFFICIENT, "not enough GPUs free for it now")
+BEHIND = PendingReason(PendingCode.BEHIND, "waiting for the job ahead of it in the queue")
+NO_BORROW = PendingReason(
+    PendingCode.QUOTA_EXCEEDED, "its tenant's guarantee is in use (this policy never borrows)"
+)
+NEVER_IN_QUOTA = PendingReason(
+    PendingCode.BORROWING_LIMIT, "needs more GPUs than its tenant's guarantee (never borrows)"
+)
+
+
+class Pass:
+    """One cycle's admissions and preemptions on the synced state."""
+
+    def __init__(self, view: ClusterView, state: ClusterState) -> None:
+        self.view, self.state = view, state
+        self.admit: list[JobPlacement] = []
+        self.admissions: list[Admission] = []
+        self.preempt: list[Preemption] = []
+        self.reasons: dict[str, PendingReason] = {}
+        self.stopping: set[str] = set()
+        self.failed_task = 1 << 30  # smallest task GPU count that failed since the last free
+
+    def place(self, job: JobDemand) -> JobPlacement | None:
+        biggest = max((t.resources.gpus for t in job.tasks), default=0)
+        if biggest >= self.failed_task:
+            return None
+        for flavor in matching_flavors(job, self.state.snapshot.flavors):
+            if flavor is not None and self.state.free(flavor) < job.total.gpus:
+                continue
+            placement = place_gang(self.state.snapshot, job, flavor)
+            if placement is not None:
+                return placement
+        if len(job.tasks) == 1:
+            self.failed_task = min(self.failed_task, biggest)
+        return None
+
+    def start(self, job: JobDemand, placement: JobPlacement, borrowed=()) -> None:
+        self.state.charge(job.job_id, job.tenant, placement.tasks)
+        self.admit.append(placement)
+        self.admissions.append(Admission(job.job_id, job.tenant, tuple(borrowed)))
+
+    def try_preempt(
+        self, job: JobDemand, pool: list[RunningJob], why: Callable[[RunningJob], str]
+    ) -> bool:
+        """Stop the fewest of `pool` (in its order) that make room for `job`; hold the room."""
+        self.failed_task = 1 << 30
+        removed: list[tuple[RunningJob, Undo]] = []
+        placement = None
+        for r in pool:
+            if r.job_id in self.state.charged and r.job_id not in self.stopping:
+                removed.append((r, self.state.remove(r.job_id)))
+                placement = self.place(job)
+                if placement is not None:
+                    break
+        if placement is None:
+            for _, undo in reversed(removed):
+                undo()
+            self.failed_task = 1 << 30
+            return False
+        self.state.charge(job.job_id, job.tenant, placement.tasks)
+        for r, _ in removed:
+            self.stopping.add(r.job_id)
+            if not r.terminating:
+                self.preempt.append(Preemption(r.job_id, why(r), job.job_id, self._grace(r)))
+        self.reasons[job.job_id] = PendingReason(
+            PendingCode.WAITING_FOR_PREEMPTION,
+            f"waiting for {len(removed)} preempted job(s) to stop",
+        )
+        return True
+
+    def _grace(self, r: RunningJob) -> int:
+        return (self.view.tenants.get(r.tenant) or Tenant(r.tenant)).preemption_grace_s
+
+    def result(self) -> CycleResult:
+        stats = CycleStats(len(self.view.queued), len(self.admit), 0)
+        return CycleResult(
+            tuple(self.admit), tuple(self.preempt), self.reasons, stats, tuple(self.admissions)
+        )
+
+
+class SortedQueues:
+    """Queued jobs in `key` order per group, kept sorted across cycles by diff (job identity)."""
+
+    def __init__(self, key: Callable[[JobDemand], tuple], group: Callable[[JobDemand], str]):
+        self.key, self.group = key, group
+        self.jobs: dict[str, JobDemand] = {}
+        self.queues: dict[str, list[tuple]] = {}
+        self._entry: dict[int, tuple] = {}  # id(job) → its entry
+        self._by_id: dict[int, JobDemand] = {}
+
+    def sync(self, queued: Sequence[JobDemand]) -> None:
+        # diff by object identity in C loops (old objects stay alive in `_by_id` meanwhile)
+        by_id = dict(zip(map(id, queued), queued, strict=True))
+        gone = [self._by_id[i] for i in self._by_id.keys() - by_id.keys()]
+        added = [by_id[i] for i in by_id.keys() - self._by_id.keys()]
+        for job in gone:
+            self._remove(job)
+        for job in added:
+            self._insert(job)
+        self._by_id = by_id
+        self.jobs = dict(zip(map(_job_id, queued), queued, strict=True))
+
+    def _insert(self, job: JobDemand) -> None:
+        biggest = max((t.resources.gpus for t in job.tasks), default=0)
+        entry = (*self.key(job), job.job_id, job.total.gpus, biggest)
+        self._entry[id(job)] = entry
+        bisect.insort(self.queues.setdefault(self.group(job), []), entry)
+
+    def _remove(self, job: JobDemand) -> None:
+        entry = self._entry.pop(id(job))
+        queue = self.queues[self.group(job)]
+        del queue[bisect.bisect_left(queue, entry)]
+
+
+class Baseline:
+    """Common frame: sync the state and the queues, run the policy's pass."""
+
+    uses_quotas = False
+
+    def __init__(self, config: SchedulerConfig) -> None:
+        self.config = config
+        self._state = ClusterState()
+        self._queues = SortedQueues(self.key, self.group)
+
+    def key(self, job: JobDemand) -> tuple:
+        return (job.seq,)
+
+    def group(self, job: JobDemand) -> str:
+        return ""
+
+    def cycle(self, view: ClusterView) -> CycleResult:
+        tenants = view.tenants if self.uses_quotas else {}
+        self._state.sync(view.nodes, tenants, view.running)
+        self._queues.sync(view.queued)
+        p = Pass(view, self._state)
+        self.run(view, p)
+        return p.result()
+
+    def run(self, view: ClusterView, p: Pass) -> None:
+        raise NotImplementedError
+
+
+class FifoCapacity(Baseline):
+    """Per tenant, strictly in arrival order, within the tenant's guarantee only."""
+
+    uses_quotas = True
+
+    def __init__(self, config: SchedulerConfig) -> None:
+        super().__init__(config)
+        self._never: dict[str, bool] = {}
+
+    def group(self, job: JobDemand) -> str:
+        return job.tenant
+
+    def run(self, view: ClusterView, p: Pass) -> None:
+        book, jobs = self._state.book, self._queues.jobs
+        for queue in self._queues.queues.values():
+            for entry in queue:
+                job = jobs[entry[-3]]
+                if self._set_aside(p, book, job):
+                    continue
+                reason = self._admit(p, book, job)
+                if reason is not None:
+                    p.reasons[job.job_id] = reason
+                    break
+
+    def _set_aside(self, p: Pass, book, job: JobDemand) -> bool:
+        """Bigger than its tenant's guarantee: set aside, it does not block the queue."""
+        never = self._never.get(job.job_id)
+        if never is None:
+            flavors = [f for f in matching_flavors(job, p.state.snapshot.flavors) if f]
+            never = bool(flavors) and all(
+                job.total.gpus > (book.guarantee(job.tenant, f) or 0) for f in flavors
+            )
+            self._never[job.job_id] = never
+        if never:
+            p.reasons[job.job_id] = NEVER_IN_QUOTA
+        return never
+
+    @staticmethod
+    def _admit(p: Pass, book, job: JobDemand) -> PendingReason | None:
+        for flavor in matching_flavors(job, p.state.snapshot.flavors):
+            verdict = book.verdict(job.tenant, job_usage(job, flavor), p.state.free)
+            if verdict.blocked or verdict.opportunistic:
+                continue
+            placement = place_gang(p.state.snapshot, job, flavor)
+            if placement is not None:
+                p.start(job, placement)
+                return None
+            return NOT_NOW
+        return NO_BORROW
+
+
+class Greedy(Baseline):
+    """Jobs in `key` order on the shared pool; each starts if it fits, else it may make room
+    (preemptive policies), else it is skipped and later jobs may start (backfill)."""
+
+    preemptive = False
+
+    def run(self, view: ClusterView, p: Pass) -> None:
+        jobs = self._queues.jobs
+        pool: list[RunningJob] | None = None if self.preemptive else []
+        no_room = 1 << 30  # smallest task size that could not make room this cycle
+        for entry in self._queues.queues.get("", ()):
+            biggest = entry[-1]
+            if biggest >= p.failed_task and (pool == [] or biggest >= no_room):
+                if (no_room <= 1 or pool == []) and p.failed_task <= 1:
+                    break
+                continue
+            job = jobs[entry[-3]]
+            placement = p.place(job)
+            if placement is not None:
+                p.start(job, placement)
+                continue
+            if pool is None:
+                pool = self.pool(view)
+            if pool and biggest < no_room and self.make_room(view, p, job, pool):
+                continue
+            no_room = min(no_room, biggest)
+
+    def pool(self, view: ClusterView) -> list[RunningJob]:
+        return []
+
+    def make_room(self, view: ClusterView, p: Pass, job: JobDemand, pool) -> bool:
+        return False
+
+
+class Sjf(Greedy):
+    def key(self, job: JobDemand) -> tuple:
+        return (_oracle(job), job.seq)
+
+
+class Srtf(Sjf):
+    preemptive = True
+
+    def pool(self, view: ClusterView) -> list[RunningJob]:
+        now = view.now
+        pool = [r for r in view.running if r.preemptible and not r.terminating]
+        pool.sort(key=lambda r: -_left(r, now))
+        return pool
+
+    def make_room(self, view: ClusterView, p: Pass, job: JobDemand, pool) -> bool:
+        now, mine = view.now, _oracle(job)
+        victims = []
+        for r in pool:
+            if _left(r, now) <= mine:
+                break
+            victims.append(r)
+        return bool(victims) and p.try_preempt(
+            job, victims, lambda r: f"preempted for {job.job_id}, a job with less time left"
+        )
+
+
+class Las(Greedy):
+    preemptive = True
+
+    def key(self, job: JobDemand) -> tuple:
+        return (self._queue(job.attained_gpu_s), job.seq)
+
+    def _queue(self, attained: float) -> int:
+        return bisect.bisect_right(self.config.las_thresholds_gpu_s, attained)
+
+    def pool(self, view: ClusterView) -> list[RunningJob]:
+        now = view.now
+        self._level = {r.job_id: self._queue(_attained(r, now)) for r in view.running}
+        pool = [r for r in view.running if r.preemptible and not r.terminating]
+        pool.sort(key=lambda r: (-self._level[r.job_id], -r.started_at))
+        return pool
+
+    def make_room(self, view: ClusterView, p: Pass, job: JobDemand, pool) -> bool:
+        mine = self._queue(job.attained_gpu_s)
+        victims = []
+        for r in pool:
+            if self._level[r.job_id] <= mine:
+                break
+            victims.append(r)
+        return bool(victims) and p.try_preempt(
+            job, victims, lambda r: f"preempted for {job.job_id}, a job with less attained service"
+        )
+
+
+_job_id = attrgetter("job_id")
+
+
+def _arrival(job: JobDemand) -> tuple:
+    return (job.seq, job.submitted_at)
+
+
+def _oracle(job: JobDemand) -> float:
+    return job.oracle_duration_s if job.oracle_duration_s is not None else float("inf")
+
+
+def _left(r: RunningJob, now: float) -> float:
+    return float("inf") if r.oracle_end_at is None else r.oracle_end_at - now
+
+
+def _attained(r: RunningJob, now: float) -> float:
+    return r.attained_gpu_s + r.gpus * max(0.0, now - r.started_at)
+
+
+BASELINES: dict[str, type[Baseline]] = {
+    "fifo": FifoCapacity,
+    "fifo-backfill": Greedy,
+    "sjf-oracle": Sjf,
+    "srtf-oracle": Srtf,
+    "las": Las,
+}
+POLICIES = ("default", *BASELINES)
+
+
+def make_baseline(config: SchedulerConfig) -> Baseline:
+    try:
+        return BASELINES[config.policy](config)
+    except KeyError:
+        raise ValueError(
+            f"unknown scheduler policy {config.policy!r}; one of: {', '.join(POLICIES)}"
+        ) from None

@@ -1,0 +1,235 @@
+"""The discrete-event simulator: a trace replayed through the unchanged scheduler.
+
+Time is a `ManualClock`. Events, in this order at equal times: completions, preempted jobs
+that stopped, arrivals. After the events of one instant, if jobs are queued, one scheduling
+cycle runs (the live controller is woken by such changes too); while jobs wait, a cycle also
+runs every `cycle_s` of simulated time. Like the controller, no cycle runs when the queue is
+empty. Each cycle builds a `ClusterView` as `controller/view.py` does and applies the
+`CycleResult` as `controller/loop.py` does: preemptions first (SIGTERM; the victim stops
+`grace_s` later), then admissions (the job starts at once and runs its remaining time).
+
+A preempted job keeps the work up to its last checkpoint: checkpoints happen every
+`checkpoint_s` of run time from a per-job phase drawn from the seed; the rest is lost. It is
+requeued as a new attempt (queued at the stop time, attained GPU-seconds carried).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import time
+from dataclasses import dataclass, field, replace
+
+from gpuyard.model import JobPlacement, ManualClock, QueuePolicy, RunningJob
+from gpuyard.scheduler import Admission, ClusterView, Preemption, Scheduler, SchedulerConfig
+from gpuyard.sim.cluster import build_nodes, build_tenants, demand
+from gpuyard.sim.traces import Trace, TraceJob
+
+END, STOP, ARRIVE = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True)
+class SimConfig:
+    policy: str = "default"
+    cycle_s: float = 60.0
+    checkpoint_s: float = 1800.0  # 0: a job checkpoints when told to stop, nothing is lost
+    grace_s: int = 30
+    seed: int = 0
+    tenant_queue: QueuePolicy = QueuePolicy.FIFO  # the tenants' queue policy (default)
+    aging_s: float = 3600.0
+
+
+@dataclass(slots=True)
+class SimJob:
+    """One trace job through its attempts."""
+
+    trace: TraceJob
+    seq: int
+    phase_s: float
+    attempt: int = 1
+    done_s: float = 0.0  # checkpointed run time
+    attained_gpu_s: float = 0.0
+    first_start: float | None = None
+    end: float | None = None
+    started_at: float = 0.0
+    preemptions: int = 0
+    lost_gpu_s: float = 0.0
+    placement: tuple = ()  # the tasks' placements of the first attempt
+
+    @property
+    def remaining_s(self) -> float:
+        return self.trace.duration_s - self.done_s
+
+
+@dataclass(slots=True)
+class SimResult:
+    trace: Trace
+    config: SimConfig
+    jobs: list[SimJob]
+    alloc: list[tuple[float, int]]  # (time, GPUs allocated) at each change
+    tenant_gpu_s: dict[str, float]
+    capacity: int
+    cycles: int = 0
+    wall_s: float = 0.0
+    scheduler_s: float = 0.0
+    unfinished: list[str] = field(default_factory=list)
+
+
+class Simulator:
+    def __init__(self, trace: Trace, config: SimConfig | None = None) -> None:
+        self.trace, self.config = trace, config or SimConfig()
+        c = self.config
+        self.clock = ManualClock(0.0)
+        self.nodes = build_nodes(trace)
+        self.tenants = build_tenants(trace, c.tenant_queue, c.grace_s)
+        self.scheduler = Scheduler(SchedulerConfig(aging_s=c.aging_s, policy=c.policy))
+        rng = random.Random(c.seed)
+        self.jobs = {
+            j.job_id: SimJob(j, i, rng.uniform(0, c.checkpoint_s) if c.checkpoint_s else 0.0)
+            for i, j in enumerate(trace.jobs)
+        }
+        self.queued: dict = {}  # job id → JobDemand of its current attempt
+        self.running: dict[str, RunningJob] = {}
+        self.events: list[tuple[float, int, int, str, int]] = []
+        self._n = 0
+        self.allocated = 0
+        self.alloc: list[tuple[float, int]] = [(0.0, 0)]
+        self.tenant_gpu_s: dict[str, float] = {t: 0.0 for t in self.tenants}
+        self.cycles, self.scheduler_s = 0, 0.0
+        for j in trace.jobs:
+            self._push(j.submit_s, ARRIVE, j.job_id, 1)
+
+    def run(self) -> SimResult:
+        began = time.perf_counter()
+        last_cycle = -math.inf
+        while True:
+            t = self.events[0][0] if self.events else math.inf
+            if self.queued:
+                t = min(t, last_cycle + self.config.cycle_s)
+            if t == math.inf:
+                break
+            self.clock.set(t)
+            while self.events and self.events[0][0] <= t:
+                self._handle(*heapq.heappop(self.events))
+            if self.queued:
+                last_cycle = t
+                if not self._cycle() and not self.events:
+                    break  # idle cluster, nothing can start: never will
+        return self._result(time.perf_counter() - began)
+
+    # ---- events ------------------------------------------------------------------------
+
+    def _push(self, t: float, kind: int, job_id: str, attempt: int) -> None:
+        self._n += 1
+        heapq.heappush(self.events, (t, kind, self._n, job_id, attempt))
+
+    def _handle(self, t: float, kind: int, _n: int, job_id: str, attempt: int) -> None:
+        job = self.jobs[job_id]
+        if kind == ARRIVE:
+            self._enqueue(job, t)
+        elif job.attempt == attempt and job_id in self.running:
+            self._finish(job, t) if kind == END else self._stopped(job, t)
+
+    def _enqueue(self, job: SimJob, t: float) -> None:
+        self.queued[job.trace.job_id] = demand(
+            job.trace, job.seq, self.trace.gpus_per_node, t, job.attained_gpu_s, job.remaining_s
+        )
+
+    def _release(self, job: SimJob, t: float) -> float:
+        r = self.running.pop(job.trace.job_id)
+        ran = t - job.started_at
+        self.allocated -= r.gpus
+        self.alloc.append((t, self.allocated))
+        self.tenant_gpu_s[job.trace.tenant] += r.gpus * ran
+        job.attained_gpu_s += r.gpus * ran
+        return ran
+
+    def _finish(self, job: SimJob, t: float) -> None:
+        self._release(job, t)
+        job.done_s, job.end = job.trace.duration_s, t
+
+    def _stopped(self, job: SimJob, t: float) -> None:
+        ran = self._release(job, t)
+        saved = self._checkpointed(job, ran)
+        job.done_s += saved
+        job.lost_gpu_s += (ran - saved) * job.trace.gpus
+        job.preemptions += 1
+        job.attempt += 1
+        self._enqueue(job, t)
+
+    def _checkpointed(self, job: SimJob, ran: float) -> float:
+        every = self.config.checkpoint_s
+        if every <= 0:
+            return ran
+        if ran < job.phase_s:
+            return 0.0
+        return job.phase_s + (ran - job.phase_s) // every * every
+
+    # ---- cycles ------------------------------------------------------------------------
+
+    def _cycle(self) -> bool:
+        now = self.clock.now()
+        view = ClusterView(
+            nodes=self.nodes,
+            tenants=self.tenants,
+            running=list(self.running.values()),
+            queued=list(self.queued.values()),
+            now=now,
+        )
+        began = time.perf_counter()
+        result = self.scheduler.cycle(view)
+        self.scheduler_s += time.perf_counter() - began
+        self.cycles += 1
+        for p in result.preempt:
+            self._preempt(p, now)
+        for placement, admission in zip(result.admit, result.admissions, strict=True):
+            self._start(placement, admission, now)
+        return bool(result.admit or result.preempt)
+
+    def _preempt(self, p: Preemption, now: float) -> None:
+        r = self.running.get(p.job_id)
+        if r is None or r.terminating:
+            return
+        self.running[p.job_id] = replace(r, terminating=True)
+        self._push(now + p.grace_s, STOP, p.job_id, self.jobs[p.job_id].attempt)
+
+    def _start(self, placement: JobPlacement, admission: Admission, now: float) -> None:
+        job = self.jobs[placement.job_id]
+        del self.queued[placement.job_id]
+        remaining = job.remaining_s
+        r = RunningJob(
+            job.trace.job_id,
+            job.trace.tenant,
+            placement.tasks,
+            now,
+            borrowed=admission.borrowed,
+            attained_gpu_s=job.attained_gpu_s,
+            oracle_end_at=now + remaining,
+        )
+        self.running[job.trace.job_id] = r
+        self.allocated += r.gpus
+        self.alloc.append((now, self.allocated))
+        job.started_at = now
+        if job.first_start is None:
+            job.first_start, job.placement = now, placement.tasks
+        self._push(now + remaining, END, job.trace.job_id, job.attempt)
+
+    def _result(self, wall_s: float) -> SimResult:
+        capacity = sum(len(n.gpus) for n in self.nodes)
+        return SimResult(
+            self.trace,
+            self.config,
+            list(self.jobs.values()),
+            self.alloc,
+            self.tenant_gpu_s,
+            capacity,
+            self.cycles,
+            wall_s,
+            self.scheduler_s,
+            sorted(j for j, s in self.jobs.items() if s.end is None),
+        )
+
+
+def simulate(trace: Trace, config: SimConfig | None = None) -> SimResult:
+    return Simulator(trace, config).run()

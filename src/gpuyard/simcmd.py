@@ -1,0 +1,49 @@
+"""`gpuyard sim`: replay a GPU-cluster trace through the scheduler (see docs/sim.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from gpuyard.sim.command import DEFAULT_POLICIES, run_sim, sim_config
+from gpuyard.sim.traces import default_trace_dir
+
+DEFAULT_TRACE_DIR = default_trace_dir()
+
+sim_app = typer.Typer(add_completion=False)
+
+
+@sim_app.command()
+def sim(
+    trace: Annotated[str, typer.Option(help="philly, or csv:FILE (see docs/traces.md)")] = "philly",
+    trace_dir: Annotated[
+        Path, typer.Option(help="where the trace files are (env GPUYARD_TRACE_DIR)")
+    ] = DEFAULT_TRACE_DIR,
+    quotas: Annotated[
+        str | None,
+        typer.Option(help="helios (Philly only) or demand:F, e.g. demand:0.7"),
+    ] = None,
+    policy: Annotated[str, typer.Option(help="comma-separated policies")] = DEFAULT_POLICIES,
+    out: Annotated[Path | None, typer.Option(help="write CSVs and PNG plots here")] = None,
+    seed: Annotated[int, typer.Option(help="seed of the checkpoint phases")] = 0,
+    limit: Annotated[int | None, typer.Option(help="replay only the first N jobs")] = None,
+    cycle: Annotated[float, typer.Option(help="seconds between cycles while jobs wait")] = 60.0,
+    checkpoint: Annotated[
+        float, typer.Option(help="checkpoint interval in seconds (0: on SIGTERM)")
+    ] = 1800.0,
+    grace: Annotated[int, typer.Option(help="preemption grace period in seconds")] = 30,
+    tenant_queue: Annotated[
+        str, typer.Option(help="queue policy of the tenants under `default`: fifo or las")
+    ] = "fifo",
+) -> None:
+    """Replay a GPU-cluster trace through the scheduler under several policies, side by side."""
+    console = Console()
+    try:
+        config = sim_config(cycle, checkpoint, grace, seed, tenant_queue)
+        run_sim(trace, trace_dir, quotas, policy, out, config, limit, console)
+    except (ValueError, OSError) as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e

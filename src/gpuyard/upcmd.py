@@ -1,0 +1,67 @@
+"""`gpuyard up`: start the embedded platform (API, controller, this machine as the node)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpuyard.server import ServerConfig, default_data_dir, serve
+
+DEFAULT_DATA_DIR = default_data_dir()
+
+up_app = typer.Typer(add_completion=False)
+
+
+@up_app.command()
+def up(
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8080,
+    data_dir: Annotated[
+        Path, typer.Option(help="where the database, logs and task state live")
+    ] = DEFAULT_DATA_DIR,
+    fake_gpus: Annotated[
+        str | None, typer.Option(help="declare fake GPUs, e.g. 4xA100-80GB")
+    ] = None,
+    fake_gpus_if_none: Annotated[
+        str | None, typer.Option(help="declare these fake GPUs only when NVML finds none")
+    ] = None,
+    node_name: Annotated[
+        str | None, typer.Option(help="this node's name (default: hostname)")
+    ] = None,
+    oci_runtime: Annotated[
+        str | None, typer.Option(help="crun or runc (default: crun if it works here)")
+    ] = None,
+    stop_grace: Annotated[
+        float, typer.Option(help="seconds between SIGTERM and SIGKILL on cancel")
+    ] = 10.0,
+    pids_limit: Annotated[int, typer.Option(help="most processes and threads per task")] = 4096,
+    db_url: Annotated[
+        str | None, typer.Option(help="database URL (default: SQLite in the data dir)")
+    ] = None,
+    storage_root: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="on first start, a dir the default tenant's jobs may use as dataDir "
+            "or outputDir (repeatable; default: DATA_DIR/storage and /tmp)"
+        ),
+    ] = None,
+) -> None:
+    """Start the embedded platform in the foreground: API, controller, this machine as the node."""
+    serve(
+        ServerConfig(
+            host=host,
+            port=port,
+            data_dir=data_dir.expanduser(),
+            fake_gpus=fake_gpus,
+            fake_gpus_if_none=fake_gpus_if_none,
+            node_name=node_name,
+            oci_runtime=oci_runtime,
+            stop_grace_s=stop_grace,
+            pids_limit=pids_limit,
+            db_url=db_url,
+            storage_roots=tuple(os.path.abspath(p) for p in storage_root or ()),
+        )
+    )
