@@ -96,6 +96,7 @@ class Controller:
         self.webhooks = (
             webhooks if webhooks is not None else WebhookDispatcher(self.instruments)
         )  # (an empty dispatcher is falsy: it has a length)
+        self.gpu_utilization = gpu_utilization  # None: no readings (fake or no NVML)
         self._idle = IdleWatch(gpu_utilization) if gpu_utilization else None
 
     # ---- the background loop ---------------------------------------------------------

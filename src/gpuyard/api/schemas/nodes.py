@@ -14,6 +14,7 @@ class GpuOut(Out):
     healthy: bool
     busy: bool  # held by a task (`job` is null when the caller may not see that job)
     job: str | None
+    utilization_pct: float | None = None  # from NVML; None for fake GPUs or without readings
 
 
 class Allocated(Out):

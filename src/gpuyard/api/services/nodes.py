@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gpuyard.api.schemas import Allocated, GpuOut, NodeList, NodeOut
 from gpuyard.controller import Controller
+from gpuyard.model import GpuDevice
 
 
 def node_list(ctl: Controller, visible: frozenset[str] | None) -> NodeList:
@@ -25,6 +26,7 @@ def node_list(ctl: Controller, visible: frozenset[str] | None) -> NodeList:
                 healthy=g.healthy,
                 busy=g.index in holder,
                 job=holder.get(g.index) if holder.get(g.index) in shown else None,
+                utilization_pct=_utilization(ctl, g),
             )
             for g in node.gpus
         ]
@@ -51,3 +53,8 @@ def _shown_jobs(ctl: Controller, job_ids: set[str], visible: frozenset[str] | No
         return job_ids
     jobs = (ctl.store.jobs.get(j) for j in job_ids)
     return {j.id for j in jobs if j is not None and j.tenant in visible}
+
+
+def _utilization(ctl: Controller, gpu: GpuDevice) -> float | None:
+    read = ctl.gpu_utilization
+    return None if gpu.fake or read is None else read(gpu)
