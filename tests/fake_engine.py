@@ -22,6 +22,7 @@ class FakeEngine:
         self.released: list[str] = []
         self.node_of: dict[str, str] = {}
         self.logs: dict[str, bytes] = {}  # canned task logs, by task key
+        self.start_error: Exception | None = None  # raised by every start() while set
         self.now = now
 
     # -- test controls --
@@ -50,6 +51,8 @@ class FakeEngine:
     def start(self, node: str, launch: TaskLaunch) -> None:
         if node not in self._nodes:
             raise NodeUnavailable(node)
+        if self.start_error is not None:
+            raise self.start_error
         self.launched[launch.key] = launch
         self.node_of[launch.key] = node
         self.status_of[launch.key] = TaskStatus(launch.key, TaskPhase.STARTING)

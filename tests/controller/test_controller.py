@@ -10,6 +10,7 @@ from builders import make_node
 from fake_engine import FakeEngine
 from gpuyard.controller import Controller
 from gpuyard.model import FlavorQuota, JobState, ManualClock, TaskState, Tenant
+from gpuyard.runtime.errors import ImageError, LaunchInvalid, RuntimeStartError
 from gpuyard.spec import parse_job_spec
 from gpuyard.store import NewJob, Store, open_store
 
@@ -288,3 +289,36 @@ def test_max_runtime_counts_from_the_start_of_each_attempt(ctl, store, engine, c
     ctl.run_cycle()
     assert second not in engine.stopped
     assert store.jobs.get(jid).state == JobState.RUNNING
+
+
+@pytest.mark.parametrize(
+    ("error", "state", "reason", "attempts"),
+    [
+        (
+            LaunchInvalid("data dir /nope does not exist on this node"),
+            JobState.FAILED,
+            "InvalidSpec",
+            1,
+        ),
+        (ImageError("image x:1 is not on this node"), JobState.FAILED, "ImageError", 1),
+    ],
+)
+def test_a_launch_that_can_never_start_fails_at_once(
+    ctl, store, engine, error, state, reason, attempts
+):
+    engine.start_error = error
+    jid = submit(store, retry=3)
+    for _ in range(3):
+        ctl.run_cycle()
+    job = store.jobs.get(jid)
+    assert (job.state, job.reason, job.attempt) == (state, reason, attempts)
+    assert str(error) in job.message
+
+
+def test_a_start_the_node_could_not_do_is_retried_without_counting(ctl, store, engine):
+    engine.start_error = RuntimeStartError("cannot spawn the supervisor: out of pids")
+    jid = submit(store, retry=0)
+    ctl.run_cycle()
+    ctl.run_cycle()
+    job = store.jobs.get(jid)
+    assert job.attempt >= 2 and job.retries_used == 0 and job.state != JobState.FAILED

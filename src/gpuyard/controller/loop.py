@@ -43,7 +43,7 @@ from gpuyard.model import (
     TaskReason,
     TaskState,
 )
-from gpuyard.runtime.errors import ImageError
+from gpuyard.runtime.errors import ImageError, LaunchInvalid
 from gpuyard.runtime.types import TaskLaunch, TaskPhase, TaskStatus
 from gpuyard.scheduler import Scheduler, SchedulerConfig
 from gpuyard.spec import JobSpec, parse_job_spec
@@ -351,6 +351,8 @@ class Controller:
             self.engine.start(task.node, launch)
         except ImageError as e:  # the spec's image: retrying cannot help
             return TaskReason.IMAGE_ERROR, str(e)
+        except LaunchInvalid as e:  # the spec as given cannot run here: nor would a retry
+            return TaskReason.INVALID_SPEC, str(e)
         except Exception as e:  # any other start failure is the platform's, and retried
             return TaskReason.AGENT_ERROR, f"could not start the task: {e}"
         return None

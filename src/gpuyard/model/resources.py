@@ -66,7 +66,6 @@ class GpuDevice:
     healthy: bool = True
     minor: int | None = None  # /dev/nvidia<minor>; None for fake GPUs without a device node
     topology_group: int | None = None  # same group = same NVLink/PCIe island; None: unknown
-    topology_group: int | None = None  # GPUs of one NVLink/PCIe-switch island share a group
 
     @property
     def label(self) -> str:

@@ -8,6 +8,10 @@ variables, which describe the task (GPUYARD_*, the OpenPAI PAI_* names) and its 
   (the NVIDIA container convention: `void` means no GPU at all, unlike an empty value).
 - `CUDA_VISIBLE_DEVICES`: `0,1,...,n-1`. Only the task's GPUs are visible in the container,
   so CUDA numbers them from 0; empty when the task has no GPU.
+
+`NVIDIA_DRIVER_CAPABILITIES` (which driver libraries the NVIDIA hook mounts) is the user's, else
+the image's, else `compute,utility` for a task with GPUs; unknown capabilities are refused.
+CDI edits may set variables too, but never the platform's (`is_platform_env`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,28 @@ from gpuyard.runtime.types import TaskLaunch
 WORKDIR = "/workspace"  # the task's private writable dir and cwd, also its HOME
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+PLATFORM_PREFIXES = ("GPUYARD_", "PAI_")
+PLATFORM_NAMES = frozenset({"NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"})
+CAPABILITIES_VAR = "NVIDIA_DRIVER_CAPABILITIES"
+DEFAULT_DRIVER_CAPABILITIES = "compute,utility"
+DRIVER_CAPABILITIES = frozenset(
+    {"all", "compute", "compat32", "graphics", "utility", "video", "display", "ngx"}
+)
+
+
+def is_platform_env(name: str) -> bool:
+    """A variable that describes the task and its GPUs: only the platform sets it."""
+    return name in PLATFORM_NAMES or name.startswith(PLATFORM_PREFIXES)
+
+
+def driver_capabilities(value: str) -> str:
+    """`value` checked (comma-separated known capabilities); blank means the default."""
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in DRIVER_CAPABILITIES]
+    if unknown:
+        known = ", ".join(sorted(DRIVER_CAPABILITIES))
+        raise ValueError(f"unknown {CAPABILITIES_VAR} {', '.join(unknown)}: expected {known}")
+    return ",".join(names) or DEFAULT_DRIVER_CAPABILITIES
 
 
 def default_env() -> dict[str, str]:
@@ -75,6 +101,8 @@ def build_env(launch: TaskLaunch, image_env: tuple[tuple[str, str], ...] = ()) -
     env = default_env()
     env.update(dict(image_env))
     env.update(dict(launch.env))
+    if launch.gpus:
+        env[CAPABILITIES_VAR] = driver_capabilities(env.get(CAPABILITIES_VAR, ""))
     env.update(task_env(launch))
     env.update(gpu_env(launch))
     return [f"{name}={value}" for name, value in env.items()]

@@ -15,6 +15,11 @@ class RuntimeStartError(ContainerRuntimeError):
     """A task could not even be handed to its supervisor (bad launch, cannot spawn)."""
 
 
+class LaunchInvalid(RuntimeStartError):
+    """The launch itself cannot run as given (bad env, missing data dir, bad limits): starting
+    it again would fail the same way, so it is never retried."""
+
+
 class ImageError(RuntimeStartError):
     """The task's image cannot be had on this node (missing, not pullable, unsupported)."""
 

@@ -9,6 +9,9 @@ server process (after a restart) sees the same tasks through `keys` and `status`
 A launch with an `image` runs on a copy-on-write overlay over that image, unpacked once by the
 node's `ImageStore` (`images.py`, `overlay.py`); any trouble with the image is an `ImageError`
 raised by `start`. Overlays of tasks that are no longer live are unmounted when a node starts.
+
+A launch with real GPUs gets their device nodes, device cgroup rules and driver libraries
+(CDI, else the NVIDIA hook) through `gpusetup.apply_gpu_setup`, as `gpu_setup` directs.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from gpuyard.model import TaskReason
-from gpuyard.runtime.errors import RuntimeStartError, TaskStillRunning
+from gpuyard.runtime.errors import LaunchInvalid, RuntimeStartError, TaskStillRunning
 from gpuyard.runtime.exits import tail_lines, with_log
+from gpuyard.runtime.gpusetup import GpuSetup, apply_gpu_setup
 from gpuyard.runtime.images import ImageStore
 from gpuyard.runtime.notify import NotifyListener
 from gpuyard.runtime.oci import build_config, cgroup_path
@@ -56,8 +60,11 @@ TAIL_READ = 1 << 20
 class ContainerRuntime:
     """Runs tasks of this node in containers; one instance per node and state root."""
 
-    def __init__(self, state_root: Path, runtime: str | None = None) -> None:
+    def __init__(
+        self, state_root: Path, runtime: str | None = None, gpu_setup: GpuSetup | None = None
+    ) -> None:
         self.state_root = Path(state_root).resolve()
+        self.gpu_setup = gpu_setup or GpuSetup.from_env()
         self.tasks_dir = self.state_root / "tasks"
         self.tasks_dir.mkdir(parents=True, exist_ok=True)
         self.logs_dir = self.state_root / "logs"  # logs of removed tasks
@@ -102,9 +109,9 @@ class ContainerRuntime:
 
     def _check(self, launch: TaskLaunch) -> None:
         if launch.data_dir and not Path(launch.data_dir).is_dir():
-            raise RuntimeStartError(f"data dir {launch.data_dir} does not exist on this node")
+            raise LaunchInvalid(f"data dir {launch.data_dir} does not exist on this node")
         if launch.memory_mb <= 0 or launch.pids_limit <= 0:
-            raise RuntimeStartError(
+            raise LaunchInvalid(
                 f"task {launch.key} needs memory_mb > 0 and pids_limit > 0 "
                 f"(got {launch.memory_mb}, {launch.pids_limit})"
             )
@@ -121,6 +128,7 @@ class ContainerRuntime:
                 os.chown(output, uid, gid)
         rootfs, digest = self._rootfs(launch, td)
         config = build_config(launch, rootfs, td.work)
+        driver = apply_gpu_setup(config, launch.gpus, self.gpu_setup, host_root=not launch.image)
         write_json(td.launch, dataclasses.asdict(launch))
         write_json(
             td.task,
@@ -131,6 +139,7 @@ class ContainerRuntime:
                 "memoryMb": launch.memory_mb,
                 "imageDigest": digest,
                 "overlay": digest is not None,
+                "gpuDriver": driver,
             },
         )
         write_json(td.config, config)
@@ -138,7 +147,9 @@ class ContainerRuntime:
 
     def container_config(self, launch: TaskLaunch, work_dir: Path) -> dict[str, Any]:
         """The OCI config.json of a host-root `launch` (used by the benchmark)."""
-        return build_config(launch, self._rootfs(launch, None)[0], work_dir)
+        config = build_config(launch, self._rootfs(launch, None)[0], work_dir)
+        apply_gpu_setup(config, launch.gpus, self.gpu_setup, host_root=True)
+        return config
 
     def start(self, launch: TaskLaunch) -> None:
         """Write the task dir and bundle, spawn the supervisor; does not wait for the task."""
@@ -156,7 +167,10 @@ class ContainerRuntime:
         except RuntimeStartError:
             _discard(td)
             raise
-        except (OSError, ValueError) as e:
+        except ValueError as e:  # the launch's own content (env, capabilities) is wrong
+            _discard(td)
+            raise LaunchInvalid(f"cannot prepare task {launch.key}: {e}") from e
+        except OSError as e:
             _discard(td)
             raise RuntimeStartError(f"cannot prepare task {launch.key}: {e}") from e
         self._spawn(td)

@@ -6,7 +6,9 @@ What a task gets:
   is the host's, on purpose: the tasks of a distributed job reach each other on the node's
   address and ports (as under Slurm, and OpenPAI's host network), and there is no CNI here.
 - cgroup `/gpuyard/<key>`: memory limit = memory_mb, and memory+swap = the same where swap is
-  accounted (no swap escape); CPU quota = cpu × period (shares in proportion); pids limit.
+  accounted (no swap escape); CPU quota = cpu × period (shares in proportion); pids limit;
+  devices: deny all but runc's default set (`devices.py`; a task's real GPUs are added to it by
+  `gpusetup.apply_gpu_setup`).
 - the root from a `RootfsSource` (host root read-only, or an image's copy-on-write overlay),
   `/data` read-only, `/output` read-write, a private writable `/workspace` (its HOME, and its
   cwd unless the image has a WorkingDir), private tmpfs /tmp, and a /dev/shm as large as its
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuyard.runtime.cgroups import swap_accounting
+from gpuyard.runtime.devices import default_cgroup_devices
 from gpuyard.runtime.env import WORKDIR, build_env
 from gpuyard.runtime.imageconfig import ImageConfig, process_args
 from gpuyard.runtime.rootfs import Mount, Rootfs, bind
@@ -113,7 +116,7 @@ def resources(launch: TaskLaunch) -> dict[str, Any]:
     if swap_accounting():
         memory["swap"] = limit
     out: dict[str, Any] = {
-        "devices": [{"allow": False, "access": "rwm"}],
+        "devices": default_cgroup_devices(),
         "memory": memory,
         "pids": {"limit": launch.pids_limit},
     }
