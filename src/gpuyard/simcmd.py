@@ -38,11 +38,20 @@ def sim(
     tenant_queue: Annotated[
         str, typer.Option(help="queue policy of the tenants under `default`: fifo or las")
     ] = "fifo",
+    tenant_backfill: Annotated[
+        bool,
+        typer.Option(help="`default`: later jobs of a tenant may start behind its blocked head"),
+    ] = False,
+    tenant_preemption: Annotated[
+        bool, typer.Option(help="`default`, las tenants: demote (preempt) jobs with more GPU time")
+    ] = False,
 ) -> None:
     """Replay a GPU-cluster trace through the scheduler under several policies, side by side."""
     console = Console()
     try:
-        config = sim_config(cycle, checkpoint, grace, seed, tenant_queue)
+        config = sim_config(
+            cycle, checkpoint, grace, seed, tenant_queue, tenant_backfill, tenant_preemption
+        )
         run_sim(trace, trace_dir, quotas, policy, out, config, limit, console)
     except (ValueError, OSError) as e:
         console.print(f"[red]error:[/red] {e}")

@@ -22,6 +22,7 @@ cycle, and it starts in a later cycle once they have stopped (as with reclaim).
 from __future__ import annotations
 
 import bisect
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 
@@ -149,7 +150,7 @@ class SortedQueues:
         del queue[bisect.bisect_left(queue, entry)]
 
 
-class Baseline:
+class Baseline(ABC):
     """Common frame: sync the state and the queues, run the policy's pass."""
 
     uses_quotas = False
@@ -173,8 +174,9 @@ class Baseline:
         self.run(view, p)
         return p.result()
 
+    @abstractmethod
     def run(self, view: ClusterView, p: Pass) -> None:
-        raise NotImplementedError
+        """Admit what the policy admits this cycle, recording it on `p`."""
 
 
 class FifoCapacity(Baseline):

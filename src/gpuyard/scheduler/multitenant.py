@@ -13,7 +13,9 @@ parked tenants), never truth. It reads as its phases:
 5. admit    — the lowest-share tenant's head starts if quota and placement allow, and the
               tenant's next job becomes its head; a head that cannot start may reclaim
               (preempt borrowers), and otherwise blocks its tenant for this cycle (strict
-              per-tenant order, so big jobs are not starved by small ones of their tenant);
+              per-tenant order, so big jobs are not starved by small ones of their tenant) —
+              or, with `tenant_backfill`, while the head is not aged, later jobs of the
+              tenant that fit now may still start (no reclaim for them);
 6. requeue  — every job not admitted gets a reason, its position and, when known, an
               estimated start.
 
@@ -76,13 +78,16 @@ class Scheduler:
         # 5. admit: the head of the lowest-share tenant, until every tenant is done or blocked.
         while heap:
             tenant = heapq.heappop(heap)[-1]
-            if self._admit_head(rnd, tenant) and rnd.advance(tenant):
+            self._admit_head(rnd, tenant)
+            if rnd.next_head(tenant):
                 heapq.heappush(heap, rnd.order_key(tenant))
         # 6. requeue: every job not admitted gets its reason, position and estimate.
         return rnd.result(CycleStats(len(view.queued), len(rnd.admitted), rnd.set_aside))
 
     def _admit_head(self, rnd: Round, tenant: str) -> bool:
         head = rnd.head(tenant)
+        if rnd.backfilling(tenant):  # behind the tenant's blocked head: parking is the head's
+            return isinstance(rnd.try_admit(tenant, head), JobPlacement)
         parked = self._parked.get(tenant)
         if parked and parked.head == head.job_id and parked.aged == rnd.aged(head):
             rnd.block(tenant, parked.reason)

@@ -7,6 +7,11 @@ anyway), then by lowest priority, least progress in this attempt (GPUs × second
   resource. A guaranteed job of another tenant is never a candidate.
 - Priority preemption (per tenant, `priority_preemption`): lower-priority jobs of the job's
   own tenant are candidates too.
+- LAS demotion (`SchedulerConfig.tenant_preemption`, tenants with the `las` queue policy):
+  jobs of the job's own tenant, of no higher priority, in a higher LAS queue (more attained
+  GPU-seconds) than the job are candidates too (`demotable`), and so are *opportunistic*
+  jobs of other tenants in a higher LAS queue (borrowed capacity goes to the least served,
+  as in Tiresias on the shared pool). A guaranteed job of another tenant is never one.
 
 Victims are removed one by one on the snapshot until the job fits (simulated removal, each
 undoable); then, from the last but one backwards, each victim is put back if the job still
@@ -15,6 +20,7 @@ fits without removing it (Kueue's minimal set). The snapshot is left as it was f
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Mapping, Sequence
 
 from gpuyard.model import JobDemand, JobPlacement, RunningJob, Tenant
@@ -31,6 +37,7 @@ def candidates(
     tenants: Mapping[str, Tenant],
     reclaim: bool,
     now: float,
+    demotable: Callable[[RunningJob], bool] | None = None,
 ) -> list[RunningJob]:
     """Jobs that may be stopped for `job`, cheapest loss first."""
     own = tenants.get(job.tenant)
@@ -42,10 +49,37 @@ def candidates(
         and (
             (reclaim and r.tenant != job.tenant and (r.opportunistic or r.terminating))
             or (same_tenant and r.tenant == job.tenant and r.priority < job.priority)
+            or (
+                demotable is not None
+                and (r.tenant == job.tenant or r.opportunistic)
+                and demotable(r)
+            )
         )
     ]
     chosen.sort(key=lambda r: (not r.terminating, r.priority, _progress(r, now), -r.started_at))
     return chosen
+
+
+def las_level(thresholds: Sequence[float], attained_gpu_s: float) -> int:
+    """Tiresias' discretized LAS queue of a job that received `attained_gpu_s`."""
+    return bisect.bisect_right(thresholds, attained_gpu_s)
+
+
+def attained(r: RunningJob, now: float) -> float:
+    """GPU-seconds `r` received: earlier attempts plus this one so far."""
+    return r.attained_gpu_s + _progress(r, now)
+
+
+def demotion(
+    job: JobDemand, thresholds: Sequence[float], now: float
+) -> Callable[[RunningJob], bool]:
+    """Running jobs `job` may demote: no higher priority, a higher LAS queue than `job`."""
+    mine = las_level(thresholds, job.attained_gpu_s)
+
+    def demotable(r: RunningJob) -> bool:
+        return r.priority <= job.priority and las_level(thresholds, attained(r, now)) > mine
+
+    return demotable
 
 
 def _progress(r: RunningJob, now: float) -> float:

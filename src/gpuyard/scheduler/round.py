@@ -6,15 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gpuyard.model import JobDemand, JobPlacement, RunningJob, Tenant
+from gpuyard.model import JobDemand, JobPlacement, QueuePolicy, RunningJob, Tenant
 from gpuyard.scheduler.cycle import CycleResult, CycleStats
 from gpuyard.scheduler.explain import capacity_reason, deadlines, estimate_start
-from gpuyard.scheduler.fits import ShapeFits, matching_flavors
+from gpuyard.scheduler.fits import Shape, ShapeFits, matching_flavors, shape_of
 from gpuyard.scheduler.limits import UserLimits, budget_refusal
 from gpuyard.scheduler.order import Entry, is_aged
 from gpuyard.scheduler.packing import place_gang
 from gpuyard.scheduler.pending import PendingReasons
-from gpuyard.scheduler.preempt import candidates, find_victims
+from gpuyard.scheduler.preempt import candidates, demotion, find_victims
 from gpuyard.scheduler.quota import CPU, MEMORY, QuotaVerdict, job_usage
 from gpuyard.scheduler.reasons import PendingCode, PendingReason
 from gpuyard.scheduler.state import ClusterState
@@ -47,6 +47,8 @@ class Round:
         self.cursor: dict[str, int] = {}
         self.reasons: dict[str, PendingReason] = {}
         self.blocked: dict[str, PendingReason] = {}  # tenant → why its whole queue waits
+        self.first_blocked: dict[str, tuple[int, str]] = {}  # tenant → (cursor, head id)
+        self.misfits: dict[tuple[str, Shape], PendingReason] = {}  # failed backfill shapes
         self.admitted: list[JobPlacement] = []
         self.admissions: list[Admission] = []
         self.preemptions: list[Preemption] = []
@@ -83,6 +85,25 @@ class Round:
             i += 1
         self.cursor[tenant] = i
         return False
+
+    def next_head(self, tenant: str) -> bool:
+        """After the tenant's head was tried: its next job, or, once a head is blocked, the
+        next job that may backfill behind it (`tenant_backfill`); False when none is."""
+        if tenant not in self.first_blocked:
+            return self.advance(tenant)
+        at, head_id = self.first_blocked[tenant]
+        if not self.config.tenant_backfill or self.aged(self.jobs[head_id]):
+            return False
+        while self.advance(tenant) and self.cursor[tenant] - at <= self.config.backfill_window:
+            job = self.head(tenant)
+            misfit = self.misfits.get((tenant, shape_of(job)))
+            if misfit is None:
+                return True
+            self.reasons[job.job_id] = misfit
+        return False
+
+    def backfilling(self, tenant: str) -> bool:
+        return tenant in self.first_blocked
 
     def _never_by_quota(self, job: JobDemand) -> PendingReason | None:
         gpus, book = job.total.gpus, self.state.book
@@ -121,6 +142,8 @@ class Round:
     # ---- admit -------------------------------------------------------------------------
 
     def try_admit(self, tenant: str, head: JobDemand) -> JobPlacement | Blocked:
+        """Start `head` if quota and placement allow; else reclaim or wait. A backfill
+        candidate (behind a blocked head) only starts if it fits now: no reclaim, no hold."""
         flavors = [f for f in self._flavors(head) if self._open(f, head)]
         if not flavors:
             return self.block(tenant, self._reserved_reason(head))
@@ -136,13 +159,20 @@ class Round:
                 self._admit(head, placement, verdict)
                 return placement
             physical.append((flavor, verdict))
+        if self.backfilling(tenant):
+            reason = self._misfit(head, refusals, physical)
+            self.misfits[(tenant, shape_of(head))] = reason
+            self.reasons[head.job_id] = reason
+            return Blocked(reason)
         outcome = self._reclaim(head, physical) or self._wait(head, refusals, physical)
         return self.block(tenant, outcome)
 
     def block(self, tenant: str, outcome: Blocked | PendingReason) -> Blocked:
         blocked = outcome if isinstance(outcome, Blocked) else Blocked(outcome)
-        self.blocked[tenant] = blocked.reason
-        self.reasons[self.head(tenant).job_id] = blocked.reason
+        head_id = self.head(tenant).job_id
+        self.blocked.setdefault(tenant, blocked.reason)
+        self.first_blocked.setdefault(tenant, (self.cursor[tenant], head_id))
+        self.reasons[head_id] = blocked.reason
         return blocked
 
     def _open(self, flavor: str | None, job: JobDemand) -> bool:
@@ -176,7 +206,12 @@ class Round:
             pool = [
                 r
                 for r in candidates(
-                    head, self._preemptible(), self.view.tenants, reclaim, self.view.now
+                    head,
+                    self._preemptible(),
+                    self.view.tenants,
+                    reclaim,
+                    self.view.now,
+                    self._demotable(head),
                 )
                 if self._holds(r, flavor)
             ]
@@ -187,11 +222,22 @@ class Round:
                 return self._preempt(head, flavor, *found)
         return None
 
+    def _las_demotes(self, tenant: str) -> bool:
+        t = self.view.tenants.get(tenant)
+        return self.config.tenant_preemption and t is not None and t.queue_policy is QueuePolicy.LAS
+
+    def _demotable(self, head: JobDemand):
+        if not self._las_demotes(head.tenant):
+            return None
+        return demotion(head, self.config.las_thresholds_gpu_s, self.view.now)
+
     def _preemptible(self) -> list[RunningJob]:
         """Running jobs that some head might preempt: borrowers, stopping jobs, and every job
-        of tenants with priority preemption (computed once per cycle)."""
+        of tenants with priority preemption or LAS demotion (computed once per cycle)."""
         if self._pool is None:
-            same_tenant = {n for n, t in self.view.tenants.items() if t.priority_preemption}
+            same_tenant = {n for n, t in self.view.tenants.items() if t.priority_preemption} | {
+                n for n in self.view.tenants if self._las_demotes(n)
+            }
             self._pool = [
                 r
                 for r in self.view.running
@@ -250,6 +296,11 @@ class Round:
 
     @staticmethod
     def _why_preempted(head: JobDemand, victim: RunningJob, flavor: str | None) -> str:
+        if victim.tenant == head.tenant and victim.priority >= head.priority:
+            return (
+                f"preempted for job {head.job_id} of tenant {head.tenant}, which has received "
+                f"less GPU service (LAS demotion)"
+            )
         if victim.tenant == head.tenant:
             return (
                 f"preempted for job {head.job_id} of higher priority ({head.priority} > "
@@ -284,6 +335,18 @@ class Round:
         wake = frozenset(f for f, _ in physical if f) | (frozenset() if gpus_short else ALL_WAKE)
         return Blocked(reason, parkable=True, wake_on=wake)
 
+    def _misfit(
+        self,
+        job: JobDemand,
+        refusals: list[tuple[str | None, QuotaVerdict]],
+        physical: list[tuple[str | None, QuotaVerdict]],
+    ) -> PendingReason:
+        """Why a backfill candidate cannot start now (no estimate: it is not the head)."""
+        if physical:
+            return capacity_reason(self.state, job, physical[0][0])
+        verdict = refusals[0][1]
+        return PendingReason(verdict.blocked or PendingCode.QUOTA_EXCEEDED, verdict.message)
+
     def _with_estimate(
         self, reason: PendingReason, head: JobDemand, flavor: str | None
     ) -> PendingReason:
@@ -305,7 +368,12 @@ class Round:
 
     def result(self, stats: CycleStats) -> CycleResult:
         admitted = {p.job_id for p in self.admitted}
-        heads = {tenant: self._head_id(tenant) for tenant in self.blocked}
+        heads = {
+            tenant: self.first_blocked[tenant][1]
+            if tenant in self.first_blocked
+            else self._head_id(tenant)
+            for tenant in self.blocked
+        }
         reasons = PendingReasons(
             self.queues, self.jobs, admitted, self.reasons, self.blocked, heads
         )

@@ -54,6 +54,13 @@ class SchedulerConfig:
     tenant starts on them) until it does.
     `las_thresholds_gpu_s`: attained GPU-seconds that separate the LAS queues (Tiresias).
     `eta_max_releases`: how many running jobs the start estimate may release, at most.
+    `tenant_backfill`: when a tenant's head cannot start and is not aged, later jobs of that
+    tenant that fit now (without preempting anything) may start; `backfill_window` bounds how
+    many jobs behind the head a cycle examines. Once the head is aged, its flavors are held
+    for it and nothing of its tenant passes it.
+    `tenant_preemption`: in tenants with the `las` queue policy, a head may preempt running
+    jobs of its own tenant that are in a higher LAS queue (more attained GPU service) than
+    itself (Tiresias' demotion), guaranteed ones included; never another tenant's job.
     `policy`: `default` (this multi-tenant scheduler) or a baseline of `baselines.py`:
     `fifo`, `fifo-backfill`, `las`, `sjf-oracle`, `srtf-oracle` (the last two need oracle
     durations: simulation only).
@@ -63,3 +70,6 @@ class SchedulerConfig:
     las_thresholds_gpu_s: tuple[float, ...] = (3600.0, 36_000.0)
     eta_max_releases: int = 256
     policy: str = "default"
+    tenant_backfill: bool = False
+    backfill_window: int = 256
+    tenant_preemption: bool = False

@@ -65,7 +65,13 @@ def run_sim(
 
 
 def sim_config(
-    cycle_s: float, checkpoint_s: float, grace_s: int, seed: int, tenant_queue: str
+    cycle_s: float,
+    checkpoint_s: float,
+    grace_s: int,
+    seed: int,
+    tenant_queue: str,
+    tenant_backfill: bool = False,
+    tenant_preemption: bool = False,
 ) -> SimConfig:
     return SimConfig(
         cycle_s=cycle_s,
@@ -73,4 +79,6 @@ def sim_config(
         grace_s=grace_s,
         seed=seed,
         tenant_queue=QueuePolicy(tenant_queue),
+        tenant_backfill=tenant_backfill,
+        tenant_preemption=tenant_preemption,
     )

@@ -38,6 +38,8 @@ class SimConfig:
     seed: int = 0
     tenant_queue: QueuePolicy = QueuePolicy.FIFO  # the tenants' queue policy (default)
     aging_s: float = 3600.0
+    tenant_backfill: bool = False  # SchedulerConfig flags of `default`, see scheduler/view.py
+    tenant_preemption: bool = False
 
 
 @dataclass(slots=True)
@@ -83,7 +85,7 @@ class Simulator:
         self.clock = ManualClock(0.0)
         self.nodes = build_nodes(trace)
         self.tenants = build_tenants(trace, c.tenant_queue, c.grace_s)
-        self.scheduler = Scheduler(SchedulerConfig(aging_s=c.aging_s, policy=c.policy))
+        self.scheduler = Scheduler(scheduler_config(c))
         rng = random.Random(c.seed)
         self.jobs = {
             j.job_id: SimJob(j, i, rng.uniform(0, c.checkpoint_s) if c.checkpoint_s else 0.0)
@@ -229,6 +231,15 @@ class Simulator:
             self.scheduler_s,
             sorted(j for j, s in self.jobs.items() if s.end is None),
         )
+
+
+def scheduler_config(c: SimConfig) -> SchedulerConfig:
+    return SchedulerConfig(
+        aging_s=c.aging_s,
+        policy=c.policy,
+        tenant_backfill=c.tenant_backfill,
+        tenant_preemption=c.tenant_preemption,
+    )
 
 
 def simulate(trace: Trace, config: SimConfig | None = None) -> SimResult:
