@@ -41,6 +41,13 @@ def up(
     db_url: Annotated[
         str | None, typer.Option(help="database URL (default: SQLite in the data dir)")
     ] = None,
+    metrics_token_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="a file holding the token Prometheus must send to /metrics "
+            "(default: $GPUYARD_METRICS_TOKEN_FILE; unset: /metrics is open)"
+        ),
+    ] = None,
     storage_root: Annotated[
         list[str] | None,
         typer.Option(
@@ -63,5 +70,6 @@ def up(
             pids_limit=pids_limit,
             db_url=db_url,
             storage_roots=tuple(os.path.abspath(p) for p in storage_root or ()),
+            metrics_token_file=metrics_token_file,
         )
     )
