@@ -141,3 +141,17 @@ def test_a_bad_token_is_refused_with_how_to_log_in(server):
         check=False,
     )
     assert r.returncode == 1 and "gpuyard login" in r.stderr and "HTTP 401" in r.stderr
+
+
+def test_tenant_settings_from_the_command_line_reach_the_server(server):
+    made = cli(server, "admin", "tenant", "create", "vision", "--gpus", "A100-80GB:2",
+               "--weight", "2", "--cpu", "4", "--memory-mb", "8192", "--storage-root", "/tmp",
+               "--allow-root", "--policy", "las")
+    assert made.returncode == 0, made.stderr
+    changed = cli(server, "admin", "tenant", "update", "vision", "--weight", "3",
+                  "--max-gpus-per-user", "1", "--gpu-hour-budget", "10")
+    assert changed.returncode == 0, changed.stderr
+    t = server.http.get("/api/v1/tenants/vision").json()
+    assert (t["weight"], t["queuePolicy"], t["cpuMilli"], t["memoryMB"]) == (3.0, "las", 4000, 8192)
+    assert t["storageRoots"] == ["/tmp"] and t["allowRoot"] is True
+    assert (t["maxGpusPerUser"], t["gpuHourBudget"]) == (1, 10.0)

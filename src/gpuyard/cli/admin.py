@@ -185,33 +185,28 @@ Settings = Annotated[
 OutputOpt = Annotated[Output, typer.Option("--output", "-o")]
 
 
-def tenant_fields(
-    weight,
-    policy,
-    roots,
-    cpu,
-    memory,
-    max_gpus,
-    max_jobs,
-    budget,
-    period,
-    grace,
-    priority_preemption,
-    allow_root,
-) -> dict[str, Any]:
+# tenant settings options (their parameter names) → the API's field names
+TENANT_OPTIONS = {
+    "weight": "weight",
+    "policy": "queuePolicy",
+    "memory_mb": "memoryMB",
+    "max_gpus_per_user": "maxGpusPerUser",
+    "max_running_jobs_per_user": "maxRunningJobsPerUser",
+    "gpu_hour_budget": "gpuHourBudget",
+    "budget_period": "budgetPeriod",
+    "preemption_grace": "preemptionGraceS",
+    "priority_preemption": "priorityPreemption",
+    "allow_root": "allowRoot",
+}
+
+
+def tenant_fields(params: dict[str, Any]) -> dict[str, Any]:
+    """The tenant settings given on the command line (`ctx.params`), in the API's names."""
+    cpu = params.get("cpu")
     return {
-        "weight": weight,
-        "queuePolicy": policy,
-        "storageRoots": roots or None,
+        **{api: params.get(option) for option, api in TENANT_OPTIONS.items()},
+        "storageRoots": params.get("storage_root") or None,
         "cpuMilli": round(cpu * 1000) if cpu is not None else None,
-        "memoryMB": memory,
-        "maxGpusPerUser": max_gpus,
-        "maxRunningJobsPerUser": max_jobs,
-        "gpuHourBudget": budget,
-        "budgetPeriod": period,
-        "preemptionGraceS": grace,
-        "priorityPreemption": priority_preemption,
-        "allowRoot": allow_root,
     }
 
 
@@ -239,20 +234,7 @@ def tenant_create(
 ) -> None:
     """Create a tenant (platform admin)."""
     session = session_of(ctx)
-    fields = tenant_fields(
-        weight,
-        policy,
-        storage_root,
-        cpu,
-        memory_mb,
-        max_gpus_per_user,
-        max_running_jobs_per_user,
-        gpu_hour_budget,
-        budget_period,
-        preemption_grace,
-        priority_preemption,
-        allow_root,
-    )
+    fields = tenant_fields(ctx.params)
     body = {
         "name": name,
         **tenant_body(
@@ -288,20 +270,7 @@ def tenant_update(
 ) -> None:
     """Change some fields of a tenant (platform admin); the others keep their values."""
     session = session_of(ctx)
-    fields = tenant_fields(
-        weight,
-        policy,
-        storage_root,
-        cpu,
-        memory_mb,
-        max_gpus_per_user,
-        max_running_jobs_per_user,
-        gpu_hour_budget,
-        budget_period,
-        preemption_grace,
-        priority_preemption,
-        allow_root,
-    )
+    fields = tenant_fields(ctx.params)
     with api_errors(session):
         current = session.client.get_tenant(name) if (borrowing_limit or lending_limit) else {}
         body = tenant_body(
