@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpuyard.model import (
     FlavorQuota,
     GpuDevice,
+    GpuShare,
     JobDemand,
     Node,
     Resources,
@@ -121,4 +122,40 @@ def make_running(
         borrowed=((flavor, borrowed),) if borrowed else (),
         max_runtime_s=max_runtime_s,
         terminating=terminating,
+    )
+
+
+def make_shared_job(
+    job_id: str,
+    memory_mb: int = 0,
+    milli: int = 0,
+    tasks: int = 1,
+    tenant: str = "default",
+    gpu_type: str | None = None,
+    compute_percent: int | None = None,
+    seq: int | None = None,
+) -> JobDemand:
+    """A job of `tasks` shared-GPU tasks, each asking `memory_mb` MB or `milli`/1000 of a GPU."""
+    share = GpuShare(memory_mb, milli, compute_percent)
+    job = make_job(job_id, gpus=0, tasks=tasks, tenant=tenant, gpu_type=gpu_type, seq=seq)
+    demands = tuple(
+        TaskDemand(t.role, t.index, t.resources, gpu_type, share) for t in job.tasks
+    )
+    return JobDemand(
+        job.job_id, job.tenant, job.priority, job.seq, demands, submitted_at=job.submitted_at
+    )
+
+
+def shared(node: str, gpu: int, memory_mb: int, index: int = 0) -> TaskPlacement:
+    """A shared task holding `memory_mb` of GPU `gpu` on `node`."""
+    return TaskPlacement("worker", index, node, (gpu,), Resources.of(1, 1024, 0), memory_mb)
+
+
+def make_shared_running(
+    job_id: str, tenant: str, node: str, gpu: int, memory_mb: int, borrowed: int = 0
+) -> RunningJob:
+    """A one-task running job holding `memory_mb` of GPU `gpu` on `node` in shared mode."""
+    borrowed_keys = (("A100-80GB/MB", borrowed),) if borrowed else ()
+    return RunningJob(
+        job_id, tenant, (shared(node, gpu, memory_mb),), 0.0, borrowed=borrowed_keys
     )

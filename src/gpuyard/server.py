@@ -1,4 +1,8 @@
-"""`gpuyard up`: assemble the embedded platform (store, node agent, controller, API), serve it."""
+"""`gpuyard up`: assemble the platform (store, engine, controller, API) and serve it.
+
+The engine is `local` (this machine is the only node, its agent in this process) or
+`ray://HEAD:PORT` (the nodes of a Ray cluster, an agent actor on each: `engine/ray.py`).
+"""
 
 from __future__ import annotations
 
@@ -15,9 +19,12 @@ from fastapi import FastAPI
 from gpuyard.api import create_app
 from gpuyard.api.services.bootstrap import bootstrap, token_file
 from gpuyard.controller import Controller
-from gpuyard.engine import LocalEngine, NodeAgent
+from gpuyard.controller.launch import DEFAULT_PORT_RANGE
+from gpuyard.engine import Engine, LocalEngine, NodeAgent
+from gpuyard.engine.ray import RayEngine, RayEngineConfig, parse_engine
 from gpuyard.model import Node, SystemClock
 from gpuyard.runtime.executor import ContainerRuntime
+from gpuyard.runtime.gpuhealth import NvmlHealth
 from gpuyard.runtime.gpustats import NvmlSampler
 from gpuyard.runtime.node import local_node
 from gpuyard.store import open_store
@@ -48,6 +55,8 @@ class ServerConfig:
     db_url: str | None = None
     storage_roots: tuple[str, ...] = ()  # of the default tenant made on first start
     metrics_token_file: Path | None = None  # default: $GPUYARD_METRICS_TOKEN_FILE, if set
+    engine: str = "local"  # or ray://HEAD:PORT
+    task_ports: tuple[int, int] = DEFAULT_PORT_RANGE  # ports reserved for tasks on each node
 
 
 def build_node(cfg: ServerConfig) -> Node:
@@ -72,8 +81,7 @@ def build_controller(cfg: ServerConfig, gpus: NvmlSampler | None = None) -> Cont
     cfg.data_dir.mkdir(parents=True, exist_ok=True)
     clock = SystemClock()
     store = open_store(cfg.data_dir, cfg.db_url, clock)
-    runtime = ContainerRuntime(cfg.data_dir / "node", cfg.oci_runtime)
-    engine = LocalEngine(NodeAgent(build_node(cfg), runtime))
+    engine = build_engine(cfg)
     return Controller(
         store,
         engine,
@@ -82,7 +90,20 @@ def build_controller(cfg: ServerConfig, gpus: NvmlSampler | None = None) -> Cont
         stop_grace_s=cfg.stop_grace_s,
         pids_limit=cfg.pids_limit,
         gpu_utilization=gpus.utilization if gpus else None,
+        port_range=cfg.task_ports,
     )
+
+
+def build_engine(cfg: ServerConfig) -> Engine:
+    """This machine as the only node, or the Ray cluster at `cfg.engine` (each node's tasks
+    under `<data dir>/nodes/<node>` there, unless the node sets $GPUYARD_NODE_ROOT)."""
+    address = parse_engine(cfg.engine)
+    if address is None:
+        runtime = ContainerRuntime(cfg.data_dir / "node", cfg.oci_runtime)
+        node = build_node(cfg)
+        real_gpus = any(not g.fake for g in node.gpus)
+        return LocalEngine(NodeAgent(node, runtime, NvmlHealth().check if real_gpus else None))
+    return RayEngine(RayEngineConfig(address, str(cfg.data_dir / "nodes"), cfg.oci_runtime))
 
 
 def build_app(cfg: ServerConfig) -> FastAPI:
@@ -115,21 +136,27 @@ def build_app(cfg: ServerConfig) -> FastAPI:
 
 
 def describe(cfg: ServerConfig, ctl: Controller) -> str:
-    node = ctl.engine.nodes()[0]
-    gpus = ", ".join(f"{g.index}:{g.label}" for g in node.gpus) or "none"
     url = f"http://{cfg.host}:{cfg.port}"
     return "\n".join(
         [
             f"gpuyard is up at {url}  (API docs: {url}/docs)",
             f"  data dir : {cfg.data_dir}",
-            f"  node     : {node.name}: {node.cpu_milli / 1000:g} CPUs, {node.memory_mb} MB, "
-            f"GPUs: {gpus}",
+            f"  engine   : {cfg.engine}",
+            *[f"  node     : {_node_line(node)}" for node in ctl.engine.nodes()],
             f"  runtime  : {getattr(ctl.engine, 'runtime_name', 'oci')}",
             "Log in and submit an example from another shell:",
             *_login_lines(cfg, url),
             "  .venv/bin/gpuyard submit examples/hello.yaml --wait",
             "  .venv/bin/gpuyard jobs",
         ]
+    )
+
+
+def _node_line(node: Node) -> str:
+    gpus = ", ".join(f"{g.index}:{g.label}" for g in node.gpus) or "none"
+    return (
+        f"{node.name} ({node.address}): {node.cpu_milli / 1000:g} CPUs, {node.memory_mb} MB, "
+        f"GPUs: {gpus}"
     )
 
 

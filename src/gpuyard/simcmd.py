@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from gpuyard.sim.command import DEFAULT_POLICIES, run_sim, sim_config
+from gpuyard.sim.openbcmd import DEFAULT_OPENB_POLICIES, run_openb
 from gpuyard.sim.traces import default_trace_dir
 
 DEFAULT_TRACE_DIR = default_trace_dir()
@@ -18,7 +19,9 @@ sim_app = typer.Typer(add_completion=False)
 
 @sim_app.command()
 def sim(
-    trace: Annotated[str, typer.Option(help="philly, or csv:FILE (see docs/traces.md)")] = "philly",
+    trace: Annotated[
+        str, typer.Option(help="philly, openb, or csv:FILE (see docs/traces.md)")
+    ] = "philly",
     trace_dir: Annotated[
         Path, typer.Option(help="where the trace files are (env GPUYARD_TRACE_DIR)")
     ] = DEFAULT_TRACE_DIR,
@@ -45,10 +48,18 @@ def sim(
     tenant_preemption: Annotated[
         bool, typer.Option(help="`default`, las tenants: demote (preempt) jobs with more GPU time")
     ] = False,
+    seeds: Annotated[
+        int, typer.Option(help="openb: seeds per policy (42, 43, ...), as the FGD paper's 10")
+    ] = 10,
+    workers: Annotated[int, typer.Option(help="openb: processes running seeds")] = 1,
 ) -> None:
     """Replay a GPU-cluster trace through the scheduler under several policies, side by side."""
     console = Console()
     try:
+        if trace == "openb":
+            chosen = DEFAULT_OPENB_POLICIES if policy == DEFAULT_POLICIES else policy
+            run_openb(trace_dir, chosen, seeds, out, console, workers)
+            return
         config = sim_config(
             cycle, checkpoint, grace, seed, tenant_queue, tenant_backfill, tenant_preemption
         )

@@ -1,4 +1,4 @@
-"""`gpuyard up`: start the embedded platform (API, controller, this machine as the node)."""
+"""`gpuyard up`: start the platform (API, controller; this machine or a Ray cluster as nodes)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from gpuyard.engine.ray import parse_engine
 from gpuyard.server import ServerConfig, default_data_dir, serve
 
 DEFAULT_DATA_DIR = default_data_dir()
@@ -48,6 +49,20 @@ def up(
             "(default: $GPUYARD_METRICS_TOKEN_FILE; unset: /metrics is open)"
         ),
     ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="where the nodes come from: 'local' (this machine) or 'ray://HEAD:PORT' "
+            "(a Ray cluster's GCS address; run gpuyard on one of its nodes)"
+        ),
+    ] = "local",
+    task_ports: Annotated[
+        str,
+        typer.Option(
+            help="the port range LO-HI reserved for tasks on every node (MASTER_PORT and "
+            "each role's `ports`); keep it out of the ephemeral range and other services'"
+        ),
+    ] = "20000-29999",
     storage_root: Annotated[
         list[str] | None,
         typer.Option(
@@ -56,7 +71,13 @@ def up(
         ),
     ] = None,
 ) -> None:
-    """Start the embedded platform in the foreground: API, controller, this machine as the node."""
+    """Start the platform in the foreground: API, controller, this machine (or a Ray cluster)
+    as the nodes."""
+    try:
+        parse_engine(engine)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--engine") from None
+    ports = parse_port_range(task_ports)
     serve(
         ServerConfig(
             host=host,
@@ -71,5 +92,21 @@ def up(
             db_url=db_url,
             storage_roots=tuple(os.path.abspath(p) for p in storage_root or ()),
             metrics_token_file=metrics_token_file,
+            engine=engine,
+            task_ports=ports,
         )
     )
+
+
+def parse_port_range(text: str) -> tuple[int, int]:
+    """`20000-29999` → (20000, 29999): 1024 < LO ≤ HI < 65536."""
+    lo, sep, hi = text.partition("-")
+    try:
+        bounds = (int(lo), int(hi))
+    except ValueError:
+        bounds = (0, 0)
+    if not sep or not 1024 < bounds[0] <= bounds[1] < 65536:
+        raise typer.BadParameter(
+            f"{text!r} is not LO-HI with 1024 < LO <= HI < 65536", param_hint="--task-ports"
+        )
+    return bounds

@@ -21,13 +21,36 @@ def test_create_read_update_round_trip(world):
     assert r.status_code == 201, r.text
     got = world.call("root", "GET", "/api/v1/tenants/green").json()
     assert got["quotas"] == [
-        {"flavor": "A100-80GB", "guaranteed": 4, "borrowingLimit": 2, "lendingLimit": None}
+        {
+            "flavor": "A100-80GB",
+            "guaranteed": 4,
+            "borrowingLimit": 2,
+            "lendingLimit": None,
+            "gpuMemoryMB": None,
+            "gpuMemoryBorrowingLimitMB": None,
+            "gpuMemoryLendingLimitMB": None,
+        }
     ]
     assert got["storageRoots"] == ["/srv/green"] and got["queuePolicy"] == "las"
     r = world.call("root", "PATCH", "/api/v1/tenants/green", json={"weight": 1})
     assert r.json()["weight"] == 1 and r.json()["maxGpusPerUser"] == 2
     stored = world.store.tenants.get("green").tenant
     assert stored.weight == 1 and stored.quotas[0].guaranteed == 4
+
+
+def test_gpu_memory_quotas_are_stored_and_checked(world):
+    """A flavor quota in GPU memory (MB) for shared-GPU tasks (docs/gpu-sharing.md)."""
+    quota = {"flavor": "A100-80GB", "guaranteed": 0, "gpuMemoryMB": 40000,
+             "gpuMemoryBorrowingLimitMB": 20000, "gpuMemoryLendingLimitMB": 0}  # fmt: skip
+    r = world.call("root", "POST", "/api/v1/tenants", json={"name": "mem", "quotas": [quota]})
+    assert r.status_code == 201, r.text
+    assert r.json()["quotas"][0]["gpuMemoryMB"] == 40000
+    stored = world.store.tenants.get("mem").tenant.quotas[0]
+    assert (stored.gpu_memory_mb, stored.gpu_memory_borrowing_limit_mb) == (40000, 20000)
+    bad = {"name": "mem2", "quotas": [{**quota, "gpuMemoryMB": -1}]}
+    r = world.call("root", "POST", "/api/v1/tenants", json=bad)
+    assert r.status_code == 422
+    assert [e["path"] for e in r.json()["errors"]] == ["quotas[0].gpuMemoryMB"]
 
 
 def test_every_tenant_field_is_served(shared_world):

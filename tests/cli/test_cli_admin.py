@@ -56,6 +56,12 @@ def test_tenant_body_for_create_and_update():
     assert tenant_body(current, [], [], [], {"weight": 1.0}, []) == {"weight": 1.0}
     with pytest.raises(typer.BadParameter, match="no quota of flavor V100"):
         tenant_body(current, [], ["V100:1"], [], {}, [])
+    assert tenant_body(current, [], [], [], {}, [], ["A100:40000", "H100:8000"]) == {
+        "quotas": [
+            {"flavor": "A100", "guaranteed": 4, "borrowingLimit": None, "gpuMemoryMB": 40000},
+            {"flavor": "H100", "guaranteed": 0, "gpuMemoryMB": 8000},
+        ]
+    }
 
 
 def test_saved_login_is_private_and_used_only_for_its_url(tmp_path):

@@ -20,6 +20,12 @@
  *                   every nvmlInit* returns that error;
  *                   gpu_is_lost:N: every query of device N returns NVML_ERROR_GPU_IS_LOST;
  *                   topology_not_supported: the two topology queries return NOT_SUPPORTED.
+ *   FAKE_NVML_HEALTH_FILE  a file read again at every health query, so that a test can make a
+ *                   GPU unhealthy while the process runs; one line per fault, "INDEX KIND [N]":
+ *                   "2 xid 79" (an XID critical error event, delivered once by
+ *                   nvmlEventSetWait_v2 to a set that registered that GPU), "1 ecc 3" (3
+ *                   volatile uncorrectable ECC errors), "0 pending" (retired pages pending),
+ *                   "3 lost" (every query of GPU 3 returns NVML_ERROR_GPU_IS_LOST from then on).
  *
  * Signatures follow NVML's nvml.h. Only what gpuyard and pynvml's init path call is here.
  */
@@ -37,6 +43,7 @@ typedef enum nvmlReturn_enum {
     NVML_ERROR_NOT_FOUND = 6,
     NVML_ERROR_INSUFFICIENT_SIZE = 7,
     NVML_ERROR_DRIVER_NOT_LOADED = 9,
+    NVML_ERROR_TIMEOUT = 10,
     NVML_ERROR_GPU_IS_LOST = 15,
     NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
     NVML_ERROR_UNKNOWN = 999
@@ -109,6 +116,7 @@ static struct nvmlDevice_st devices[MAX_GPUS];
 static unsigned int device_count;
 static int nvlink_island[MAX_GPUS], pcie_switch[MAX_GPUS]; /* by device index; -1: none */
 static int init_count;
+static unsigned int xids_delivered; /* XID lines of the health file already delivered */
 static int topology_not_supported;
 
 /* ---- configuration ---- */
@@ -242,6 +250,80 @@ static void mark_failures(void)
     topology_not_supported = fail != NULL && strcmp(fail, "topology_not_supported") == 0;
 }
 
+
+/* ---- health faults (FAKE_NVML_HEALTH_FILE) ---- */
+
+#define EVENT_XID_CRITICAL 0x8ULL
+#define MAX_EVENT_SETS 16
+
+typedef struct nvmlEventSet_st {
+    int registered[MAX_GPUS];
+} *nvmlEventSet_t;
+
+typedef struct nvmlEventData_st {
+    nvmlDevice_t device;
+    unsigned long long eventType;
+    unsigned long long eventData;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+static struct nvmlEventSet_st event_sets[MAX_EVENT_SETS];
+static int event_sets_used;
+
+/* Calls `fn` for each fault line "INDEX KIND [N]" of the health file; stops when it returns 1. */
+static void each_fault(int (*fn)(unsigned int index, const char *kind, unsigned long long n,
+                                 void *arg), void *arg)
+{
+    const char *path = getenv("FAKE_NVML_HEALTH_FILE");
+    char line[128], kind[32];
+    unsigned int index;
+    unsigned long long n;
+    FILE *f;
+    if (path == NULL || (f = fopen(path, "r")) == NULL)
+        return;
+    while (fgets(line, sizeof line, f) != NULL) {
+        int fields = sscanf(line, "%u %31s %llu", &index, kind, &n);
+        if (fields < 2 || index >= device_count)
+            continue;
+        if (fields < 3)
+            n = 0;
+        if (fn(index, kind, n, arg))
+            break;
+    }
+    fclose(f);
+}
+
+static int mark_lost(unsigned int index, const char *kind, unsigned long long n, void *arg)
+{
+    (void)n;
+    (void)arg;
+    if (strcmp(kind, "lost") == 0)
+        devices[index].lost = 1;
+    return 0;
+}
+
+struct fault_query {
+    unsigned int index;
+    const char *kind;
+    unsigned long long value;
+};
+
+static int find_fault(unsigned int index, const char *kind, unsigned long long n, void *arg)
+{
+    struct fault_query *q = arg;
+    if (index == q->index && strcmp(kind, q->kind) == 0)
+        q->value += n ? n : 1;
+    return 0;
+}
+
+static unsigned long long fault_value(nvmlDevice_t device, const char *kind)
+{
+    struct fault_query q = {(unsigned int)(device - devices), kind, 0};
+    each_fault(find_fault, &q);
+    return q.value;
+}
+
 /* ---- helpers ---- */
 
 static nvmlReturn_t check(nvmlDevice_t device, const void *out)
@@ -251,6 +333,7 @@ static nvmlReturn_t check(nvmlDevice_t device, const void *out)
         return NVML_ERROR_UNINITIALIZED;
     if (out == NULL)
         return NVML_ERROR_INVALID_ARGUMENT;
+    each_fault(mark_lost, NULL);
     for (i = 0; i < device_count; i++)
         if (device == &devices[i])
             return device->lost ? NVML_ERROR_GPU_IS_LOST : NVML_SUCCESS;
@@ -495,4 +578,91 @@ nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice_t device2,
         linked = linked || same_group(pcie_switch, device1, device2);
     *p2pStatus = linked ? NVML_P2P_STATUS_OK : NVML_P2P_STATUS_NOT_SUPPORTED;
     return NVML_SUCCESS;
+}
+
+/* ---- health: ECC, retired pages, XID events ---- */
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int errorType, int counterType,
+                                         unsigned long long *eccCounts)
+{
+    nvmlReturn_t ret = check(device, eccCounts);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    *eccCounts = (errorType == 1 && counterType == 0) ? fault_value(device, "ecc") : 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, int *isPending)
+{
+    nvmlReturn_t ret = check(device, isPending);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    *isPending = fault_value(device, "pending") > 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
+{
+    if (init_count == 0)
+        return NVML_ERROR_UNINITIALIZED;
+    if (set == NULL || event_sets_used >= MAX_EVENT_SETS)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *set = &event_sets[event_sets_used++];
+    memset(*set, 0, sizeof **set);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
+{
+    return set == NULL ? NVML_ERROR_INVALID_ARGUMENT : NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes,
+                                      nvmlEventSet_t set)
+{
+    nvmlReturn_t ret = check(device, set);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (eventTypes & EVENT_XID_CRITICAL)
+        set->registered[device - devices] = 1;
+    return NVML_SUCCESS;
+}
+
+struct next_xid {
+    nvmlEventSet_t set;
+    unsigned int seen;
+    nvmlEventData_t *data;
+    int found;
+};
+
+static int take_xid(unsigned int index, const char *kind, unsigned long long n, void *arg)
+{
+    struct next_xid *q = arg;
+    if (strcmp(kind, "xid") != 0)
+        return 0;
+    if (q->seen++ < xids_delivered)
+        return 0;
+    xids_delivered++;
+    if (!q->set->registered[index])
+        return 0;
+    q->data->device = &devices[index];
+    q->data->eventType = EVENT_XID_CRITICAL;
+    q->data->eventData = n;
+    q->data->gpuInstanceId = q->data->computeInstanceId = 0xFFFFFFFF;
+    q->found = 1;
+    return 1;
+}
+
+/* The next undelivered XID line of a registered GPU, at once; else NVML_ERROR_TIMEOUT (the fake
+ * never sleeps: a test's health file is already written when it asks). */
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
+{
+    struct next_xid q = {set, 0, data, 0};
+    (void)timeoutms;
+    if (init_count == 0)
+        return NVML_ERROR_UNINITIALIZED;
+    if (set == NULL || data == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    each_fault(take_xid, &q);
+    return q.found ? NVML_SUCCESS : NVML_ERROR_TIMEOUT;
 }

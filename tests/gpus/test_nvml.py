@@ -61,6 +61,7 @@ def test_discovers_the_gpus_nvml_reports(with_fake_nvml):
             "healthy": True,
             "minor": 0,
             "topology_group": 0,
+            "health_cause": None,
         },
         {
             "index": 1,
@@ -71,6 +72,7 @@ def test_discovers_the_gpus_nvml_reports(with_fake_nvml):
             "healthy": True,
             "minor": 1,
             "topology_group": 1,
+            "health_cause": None,
         },
     ]
 

@@ -73,9 +73,26 @@ BAD_FIELDS = [
     (role_doc(memoryMB="4KB"), f"{W}.memoryMB", "got '4KB'"),
     (role_doc(memoryMB="0.5M"), f"{W}.memoryMB", "whole number of MB"),
     (role_doc(memoryMB="5T"), f"{W}.memoryMB", "at most"),
-    (role_doc(gpuNumber="two"), f"{W}.gpuNumber", "must be a whole number ≥ 0, got 'two'"),
-    (role_doc(gpuNumber=-1), f"{W}.gpuNumber", "≥ 0, got -1"),
-    (role_doc(gpuNumber=0.5), f"{W}.gpuNumber", "got 0.5"),
+    (
+        role_doc(gpuNumber="two"),
+        f"{W}.gpuNumber",
+        "must be a whole number ≥ 0, or a fraction of one GPU like 0.5, got 'two'",
+    ),
+    (role_doc(gpuNumber=-1), f"{W}.gpuNumber", "like 0.5, got -1"),
+    (role_doc(gpuNumber=1.5), f"{W}.gpuNumber", "cannot take part of several GPUs, got 1.5"),
+    (role_doc(gpuNumber=0.0001), f"{W}.gpuNumber", "at least 0.001"),
+    (role_doc(gpuMemoryMB="lots"), f"{W}.gpuMemoryMB", "or a size like 20G, got 'lots'"),
+    (role_doc(gpuMemoryMB=8), f"{W}.gpuMemoryMB", "≥ 16"),
+    (role_doc(gpuMemoryMB=20000, gpuNumber=1), f"{W}.gpuMemoryMB", "cannot be combined"),
+    (role_doc(gpuMemoryMB=20000, gpuNumber=0.5), f"{W}.gpuMemoryMB", "a fraction of one GPU"),
+    (role_doc(gpuComputePercent=50), f"{W}.gpuComputePercent", "only applies to a shared"),
+    (role_doc(gpuComputePercent=50, gpuNumber=2), f"{W}.gpuComputePercent", "only applies"),
+    (
+        role_doc(gpuComputePercent=0, gpuMemoryMB=1000),
+        f"{W}.gpuComputePercent",
+        "from 1 to 100",
+    ),
+    (role_doc(gpuMem=1000), f"{W}.gpuMem", "did you mean 'gpuMemoryMB'?"),
     (role_doc(gpuNumber=65), f"{W}.gpuNumber", "at most 64"),
     (role_doc(gpuType="A100 80GB"), f"{W}.gpuType", "like A100 or A100-80GB"),
     (role_doc(gpuType=100), f"{W}.gpuType", "got 100"),
@@ -153,7 +170,10 @@ taskRoles:
     )
     lines = str(caught.value).splitlines()
     assert len(lines) == len(caught.value.errors)
-    assert "taskRoles.worker.gpuNumber: must be a whole number ≥ 0, got 'two'" in lines
+    assert (
+        "taskRoles.worker.gpuNumber: must be a whole number ≥ 0, or a fraction of one GPU"
+        " like 0.5, got 'two'"
+    ) in lines
 
 
 @pytest.mark.parametrize(

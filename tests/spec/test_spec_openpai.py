@@ -92,11 +92,43 @@ def test_conversion():
                 cpu_number=4,
                 memory_mb=8192,
                 gpu_number=2,
+                ports=(("ssh", 1),),
                 command="cd script_bench\npython train.py --model=resnet20 --bs=32",
             ),
             "ps": TaskRoleSpec(command="python ps.py --token=s3cret", memory_mb=1024),
         },
     )
+
+
+@pytest.mark.parametrize(
+    ("completion", "min_failed", "min_succeeded"),
+    [
+        ({"minFailedInstances": 1, "minSucceededInstances": -1}, 1, -1),
+        ({"minFailedInstances": None, "minSucceededInstances": None}, -1, -1),
+        ({"minFailedInstances": -1, "minSucceededInstances": 1}, -1, 1),
+        ({"minFailedInstances": 2}, 2, -1),
+        ({}, 1, -1),
+    ],
+)
+def test_completion_policy_maps_per_role(completion, min_failed, min_succeeded):
+    role = parse_job_spec(pai(taskRoles__train__completion=completion)).task_roles["train"]
+    assert (role.min_failed, role.min_succeeded) == (min_failed, min_succeeded)
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "words"),
+    [
+        ({"minFailedInstances": 0}, "taskRoles.train.completion.minFailedInstances", "≥ 1"),
+        ({"minSucceededInstances": 3}, "taskRoles.train.completion.minSucceededInstances", "(2)"),
+        ({"minFailed": 1}, "taskRoles.train.completion.minFailed", "unknown"),
+        ("all", "taskRoles.train.completion", "must be a mapping"),
+    ],
+)
+def test_bad_completion_policy_names_the_openpai_field(change, path, words):
+    with pytest.raises(SpecError) as err:
+        parse_job_spec(pai(taskRoles__train__completion=change))
+    messages = {e.path: e.message for e in err.value.errors}
+    assert path in messages and words in messages[path], messages
 
 
 @pytest.mark.parametrize(

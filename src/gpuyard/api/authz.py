@@ -19,6 +19,9 @@ not leak across tenants. A visible job the caller may not act on answers 403.
 Tenants: a platform admin creates and updates them; a member of any role may read their
 tenant; a tenant admin also manages its members. Users: a platform admin creates and lists
 them; anyone may read themselves and make or revoke their own tokens.
+
+Nodes: anyone logged in lists them (a GPU's job and tenant only if the caller may see the
+job); only a platform admin cordons, drains or uncordons one.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`gpuyard admin …`: tenants, users, members and tokens (platform and tenant admins).
+"""`gpuyard admin …`: tenants, users, members, tokens and nodes (platform and tenant admins).
 
     gpuyard admin tenant create vision --gpus A100-80GB:8 --borrowing-limit 4 \\
         --weight 2 --policy las --storage-root /mnt/nfs/vision
@@ -7,6 +7,7 @@
     gpuyard admin user create alice --tenant vision --tenant nlp:viewer
     gpuyard admin token create alice --name laptop
     gpuyard admin member add vision bob --role tenant-admin
+    gpuyard admin node drain gpu-7 --deadline 2h   (admin_nodes.py)
 
 Tenant options map to the tenant's fields (docs/api.md); `--set FIELD=VALUE` sets any other
 field by its API name (the value is read as JSON when it parses, else as a string).
@@ -20,6 +21,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from gpuyard.cli.admin_nodes import node_app
 from gpuyard.cli.render_admin import (
     render_members,
     render_new_token,
@@ -30,7 +32,9 @@ from gpuyard.cli.session import Output, api_errors, print_json, session_of
 
 TENANT_ROLES = ("tenant-admin", "member", "viewer")
 
-admin_app = typer.Typer(help="Administer tenants, users, members and tokens.", no_args_is_help=True)
+admin_app = typer.Typer(
+    help="Administer tenants, users, members, tokens and nodes.", no_args_is_help=True
+)
 tenant_app = typer.Typer(help="Create, update and list tenants.", no_args_is_help=True)
 user_app = typer.Typer(help="Create and list users.", no_args_is_help=True)
 token_app = typer.Typer(help="Make API tokens.", no_args_is_help=True)
@@ -39,6 +43,7 @@ admin_app.add_typer(tenant_app, name="tenant")
 admin_app.add_typer(user_app, name="user")
 admin_app.add_typer(token_app, name="token")
 admin_app.add_typer(member_app, name="member")
+admin_app.add_typer(node_app, name="node")
 
 
 # -- pure helpers (tested directly) ----------------------------------------------------
@@ -93,6 +98,20 @@ def apply_limits(quotas: list[dict[str, Any]], values: list[str], key: str) -> l
     return out
 
 
+def apply_gpu_memory(quotas: list[dict[str, Any]], values: list[str]) -> list[dict[str, Any]]:
+    """Set `gpuMemoryMB` (guaranteed GPU memory for shared-GPU tasks) from `FLAVOR:MB`
+    values; a flavor without a quota gets one of 0 GPUs (docs/gpu-sharing.md)."""
+    out = [dict(q) for q in quotas]
+    for value in values:
+        flavor, number = parse_count(value, flavor_required=True)
+        chosen = [q for q in out if q.get("flavor") == flavor]
+        if not chosen:
+            chosen = [{"flavor": flavor, "guaranteed": 0}]
+            out += chosen
+        chosen[0]["gpuMemoryMB"] = number
+    return out
+
+
 def tenant_body(
     current_quotas: list[dict[str, Any]] | None,
     gpus: list[str],
@@ -100,6 +119,7 @@ def tenant_body(
     lending: list[str],
     fields: dict[str, Any],
     settings: list[str],
+    gpu_memory: list[str] | None = None,
 ) -> dict[str, Any]:
     """The JSON body for create (current_quotas None) or update from the CLI options."""
     body = {k: v for k, v in fields.items() if v is not None}
@@ -110,7 +130,8 @@ def tenant_body(
             quotas.append({"flavor": flavor, "guaranteed": number})
     else:
         quotas = list(current_quotas or [])
-    if gpus or borrowing or lending:
+    if gpus or borrowing or lending or gpu_memory:
+        quotas = apply_gpu_memory(quotas, gpu_memory or [])
         quotas = apply_limits(quotas, borrowing, "borrowingLimit")
         body["quotas"] = apply_limits(quotas, lending, "lendingLimit")
     body.update(parse_setting(s) for s in settings)
@@ -141,6 +162,14 @@ Lending = Annotated[
         "--lending-limit",
         metavar="[FLAVOR:]N",
         help="At most N unused guaranteed GPUs lent to others.",
+    ),
+]
+GpuMemory = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--gpu-memory",
+        metavar="FLAVOR:MB",
+        help="Guaranteed GPU memory of a flavor for shared-GPU tasks, MB (repeatable).",
     ),
 ]
 Weight = Annotated[float | None, typer.Option("--weight", help="Fair-share weight.")]
@@ -217,6 +246,7 @@ def tenant_create(
     gpus: Gpus = None,
     borrowing_limit: Borrowing = None,
     lending_limit: Lending = None,
+    gpu_memory: GpuMemory = None,
     weight: Weight = None,
     policy: Policy = None,
     storage_root: Roots = None,
@@ -238,7 +268,13 @@ def tenant_create(
     body = {
         "name": name,
         **tenant_body(
-            None, gpus or [], borrowing_limit or [], lending_limit or [], fields, set_ or []
+            None,
+            gpus or [],
+            borrowing_limit or [],
+            lending_limit or [],
+            fields,
+            set_ or [],
+            gpu_memory,
         ),
     }
     with api_errors(session):
@@ -253,6 +289,7 @@ def tenant_update(
     gpus: Gpus = None,
     borrowing_limit: Borrowing = None,
     lending_limit: Lending = None,
+    gpu_memory: GpuMemory = None,
     weight: Weight = None,
     policy: Policy = None,
     storage_root: Roots = None,
@@ -272,7 +309,8 @@ def tenant_update(
     session = session_of(ctx)
     fields = tenant_fields(ctx.params)
     with api_errors(session):
-        current = session.client.get_tenant(name) if (borrowing_limit or lending_limit) else {}
+        merge = borrowing_limit or lending_limit or gpu_memory
+        current = session.client.get_tenant(name) if merge else {}
         body = tenant_body(
             current.get("quotas"),
             gpus or [],
@@ -280,6 +318,7 @@ def tenant_update(
             lending_limit or [],
             fields,
             set_ or [],
+            gpu_memory,
         )
         tenant = session.client.update_tenant(name, body)
     show_tenant(session, tenant, output, "updated")

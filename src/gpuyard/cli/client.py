@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -187,6 +188,10 @@ class ApiClient:
     def nodes(self) -> dict[str, Any]:
         """GET /api/v1/nodes → `{"nodes": [Node]}`."""
         return self._json("GET", f"{API}/nodes")
+
+    def node_action(self, name: str, action: str, body: dict[str, Any] | None) -> dict[str, Any]:
+        """POST /api/v1/nodes/{name}/{cordon|drain|uncordon} → the node as listed."""
+        return self._json("POST", f"{API}/nodes/{quote(name, safe='')}/{action}", json=body)
 
     def queue(self) -> dict[str, Any]:
         """GET /api/v1/queue → `{"cluster": [FlavorCapacity], "tenants": [TenantQueue]}`."""

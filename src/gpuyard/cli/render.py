@@ -350,16 +350,28 @@ def render_nodes(console: Console, nodes: list[dict[str, Any]]) -> None:
 
 
 def node_header(node: dict[str, Any]) -> Text:
-    """`node-1  CPU 4/16  memory 8/64 GiB  GPUs 1/4`, marked when unschedulable."""
+    """`node-1 (10.0.0.5)  CPU 4/16  memory 8/64 GiB  GPUs 1/4 in use`, then CORDONED or
+    DRAINING (with who, why, until when), or UNSCHEDULABLE when the engine says so."""
     allocated = node.get("allocated") or {}
     gpus = node.get("gpus") or []
     text = Text(str(node.get("name", "?")), style="bold")
+    if node.get("address") and node.get("address") != "127.0.0.1":
+        text.append(f" ({node['address']})", style="dim")
     text.append(f"  CPU {format_cpu(allocated.get('cpu', 0))}/{format_cpu(node.get('cpu'))}")
     text.append(
         f"  memory {format_mb(allocated.get('memoryMB', 0))}/{format_mb(node.get('memoryMB'))}"
     )
     text.append(f"  GPUs {allocated.get('gpus', 0)}/{len(gpus)} in use")
-    if node.get("schedulable") is False:
+    cordon = node.get("cordon")
+    if cordon:
+        text.append(f"  {str(cordon.get('state', 'cordoned')).upper()}", style="bold yellow")
+        details = [f"by {cordon['by']}" if cordon.get("by") else None, cordon.get("reason")]
+        if cordon.get("deadline"):
+            details.append(f"jobs preempted from {cordon['deadline']}")
+        shown = [d for d in details if d]
+        if shown:
+            text.append(f" ({'; '.join(shown)})", style="yellow")
+    elif node.get("schedulable") is False:
         text.append("  UNSCHEDULABLE", style="bold red")
     return text
 
@@ -369,7 +381,7 @@ def gpus_table(gpus: Iterable[dict[str, Any]]) -> Table | Text:
     if not gpus:
         return Text("  no GPUs", style="dim")
     table = Table(header_style="bold")
-    for name in ("GPU", "TYPE", "MEMORY", "KIND", "HEALTH", "JOB"):
+    for name in ("GPU", "TYPE", "MEMORY", "KIND", "HEALTH", "STATE", "JOB", "TENANT"):
         table.add_column(name, no_wrap=True)
     for gpu in gpus:
         table.add_row(
@@ -377,23 +389,44 @@ def gpus_table(gpus: Iterable[dict[str, Any]]) -> Table | Text:
             plain(gpu.get("type")),
             Text(format_mb(gpu.get("memoryMB"))),
             Text("FAKE", style="bold magenta") if gpu.get("fake") else Text("real"),
-            health_text(gpu.get("healthy")),
+            health_text(gpu.get("healthy"), gpu.get("healthCause")),
+            gpu_state_text(gpu),
             gpu_holder(gpu),
+            plain(gpu_tenants(gpu)),
         )
     return table
 
 
+def gpu_tenants(gpu: dict[str, Any]) -> str | None:
+    tenants = {u["tenant"] for u in gpu.get("users") or [] if u.get("tenant")}
+    return ", ".join(sorted(tenants)) or gpu.get("tenant")
+
+
+GPU_STATE_STYLES = {"free": "green", "used": "yellow", "unhealthy": "bold red", "cordoned": "dim"}
+
+
+def gpu_state_text(gpu: dict[str, Any]) -> Text:
+    """free, used, unhealthy or cordoned (as the API says; older servers: from busy)."""
+    state = gpu.get("state") or ("used" if gpu.get("busy") else "free")
+    return Text(str(state), style=GPU_STATE_STYLES.get(str(state), ""))
+
+
 def gpu_holder(gpu: dict[str, Any]) -> Text:
-    """The job holding a GPU, `busy` (held by a job you may not see) or `free`."""
+    """The jobs on a GPU, `busy` (held by a job you may not see) or `free`."""
+    jobs = [u["job"] for u in gpu.get("users") or [] if u.get("job")]
+    if jobs:
+        return plain(", ".join(dict.fromkeys(jobs)))
     if gpu.get("job"):
         return plain(gpu.get("job"))
     return Text("busy", style="yellow") if gpu.get("busy") else Text("free", style="green")
 
 
-def health_text(healthy: Any) -> Text:
+def health_text(healthy: Any, cause: Any = None) -> Text:
     if healthy is None:
         return plain(None)
-    return Text("healthy", style="green") if healthy else Text("UNHEALTHY", style="bold red")
+    if healthy:
+        return Text("healthy", style="green")
+    return Text(f"UNHEALTHY ({cause})" if cause else "UNHEALTHY", style="bold red")
 
 
 # -- submit ----------------------------------------------------------------------------

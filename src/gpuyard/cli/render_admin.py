@@ -25,12 +25,14 @@ def render_whoami(console: Console, me: dict[str, Any], url: str) -> None:
 
 
 def quota_text(quota: dict[str, Any]) -> str:
-    """`A100-80GB:4 (borrow ≤2, lend ≤1)`."""
+    """`A100-80GB:4 (borrow ≤2, lend ≤1, GPU memory 40000 MB)`."""
     limits = [
         f"{label} ≤{quota[key]}"
         for label, key in (("borrow", "borrowingLimit"), ("lend", "lendingLimit"))
         if quota.get(key) is not None
     ]
+    if quota.get("gpuMemoryMB") is not None:
+        limits.append(f"GPU memory {quota['gpuMemoryMB']} MB")
     extra = f" ({', '.join(limits)})" if limits else ""
     return f"{quota.get('flavor')}:{quota.get('guaranteed')}{extra}"
 

@@ -1,18 +1,71 @@
-"""Turn a bound task (job spec + placement) into the `TaskLaunch` its node runs."""
+"""Turn a bound task (job spec + placement) into the `TaskLaunch` its node runs.
+
+A job's tasks see each other (`job_peers`): every task's node address and the ports reserved
+for it on its node (`reserve_ports`: the role's `ports`, and a `master` port for rank 0, the
+job's first task of its first role). Ranks follow the spec: roles in order, then index.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from gpuyard.model import Node, Tenant
-from gpuyard.runtime.types import TaskLaunch
+from gpuyard.runtime.env import MASTER_PORT_LABEL
+from gpuyard.runtime.types import TaskLaunch, TaskPeer
 from gpuyard.spec import JobSpec
-from gpuyard.store import JobRecord, TaskRecord
+from gpuyard.store import JobRecord, PortRequest, Store, TaskPorts, TaskRecord
 
 NOBODY = (65534, 65534)
+DEFAULT_PORT_RANGE = (20000, 29999)  # outside Linux's ephemeral range (32768-60999)
 
 
 def run_as(tenant: Tenant | None) -> tuple[int, int]:
     """Tasks run as `nobody` unless their tenant allows root (or no tenants are configured)."""
     return (0, 0) if tenant is None or tenant.allow_root else NOBODY
+
+
+def rank_order(spec: JobSpec, tasks: Sequence[TaskRecord]) -> list[TaskRecord]:
+    """The tasks by global rank: roles in the spec's order, then index."""
+    order = {name: i for i, name in enumerate(spec.task_roles)}
+    return sorted(tasks, key=lambda t: (order.get(t.role, len(order)), t.index))
+
+
+def port_requests(spec: JobSpec, tasks: Sequence[TaskRecord]) -> list[PortRequest]:
+    """What each task needs: its role's ports; rank 0 also a `master` port (MASTER_PORT)."""
+    ranked = rank_order(spec, tasks)
+    out = []
+    for rank, t in enumerate(ranked):
+        labels = list(spec.task_roles[t.role].ports)
+        if rank == 0 and MASTER_PORT_LABEL not in dict(labels):
+            labels.append((MASTER_PORT_LABEL, 1))
+        out.append(PortRequest(t.id, t.node, tuple(labels)))
+    return out
+
+
+def reserve_ports(
+    store: Store, spec: JobSpec, tasks: Sequence[TaskRecord], port_range: tuple[int, int]
+) -> dict[int, TaskPorts]:
+    """Task id → its reserved ports (persisted; PortsExhausted if a node has no room)."""
+    return store.nodes.reserve_ports(port_requests(spec, tasks), port_range)
+
+
+def job_peers(
+    spec: JobSpec,
+    tasks: Sequence[TaskRecord],
+    nodes: Mapping[str, Node],
+    ports: Mapping[int, TaskPorts],
+) -> tuple[TaskPeer, ...]:
+    """Every task of the attempt as its siblings see it, in rank order."""
+    return tuple(
+        TaskPeer(
+            t.role,
+            t.index,
+            t.node,
+            nodes[t.node].address if t.node in nodes else "127.0.0.1",
+            ports.get(t.id, ()),
+        )
+        for t in rank_order(spec, tasks)
+    )
 
 
 def build_launch(
@@ -22,6 +75,7 @@ def build_launch(
     node: Node,
     pids_limit: int,
     tenant: Tenant | None = None,
+    peers: tuple[TaskPeer, ...] = (),
 ) -> TaskLaunch:
     role = spec.task_roles[task.role]
     by_index = {g.index: g for g in node.gpus}
@@ -44,4 +98,7 @@ def build_launch(
         resumed=task.attempt > 1,
         run_as=run_as(tenant),
         role_task_counts=tuple((name, r.task_number) for name, r in spec.task_roles.items()),
+        gpu_memory_mb=task.gpu_memory_mb,
+        gpu_compute_percent=role.gpu_compute_percent if task.gpu_memory_mb else None,
+        peers=peers,
     )

@@ -2,17 +2,32 @@
 
 Pure decisions on records; the controller applies them. Failure classes (model.states) decide
 retries: `invalid` never, `user` while `retryCount` allows, `platform` always, uncounted.
+
+Completion policy (OpenPAI's, per role; docs/controller.md): task ends are taken in the order
+they happened; the first that reaches a threshold decides the attempt, and the tasks still
+running are stopped (`Outcome.stop_rest`):
+- `minFailedTasks` (default 1; -1 never) failed tasks of a role: the attempt failed, with the
+  reason of the task that reached it (retried or not by its class). Only `user` failures
+  count: a `platform` failure (NodeLost, AgentError) always ends the attempt and requeues the
+  job, an `invalid` one (ImageError, ...) always fails it.
+- `minSucceededTasks` (default -1: none) succeeded tasks of a role: the job succeeded.
+Once every task has ended with no threshold reached, the job succeeded (OpenPAI's "all tasks
+completed and no policy triggered"): failures under `minFailedTasks` are tolerated.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpuyard.model import FailureClass, JobState, TaskReason, TaskState, failure_class
 from gpuyard.runtime.types import TaskExit
+from gpuyard.spec import JobSpec
 from gpuyard.store import JobRecord, TaskRecord
+
+NEVER = -1
 
 
 class Verdict(enum.Enum):
@@ -29,6 +44,7 @@ class Outcome:
     verdict: Verdict
     reason: str | None = None
     message: str | None = None
+    stop_rest: bool = False  # WAIT: the attempt is decided, stop the tasks still running
 
     @property
     def job_state(self) -> JobState:
@@ -48,26 +64,36 @@ def task_end_state(exit_: TaskExit, stop_reason: str | None) -> tuple[TaskState,
     return TaskState.FAILED, exit_.reason
 
 
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """One role's completion policy: how many failed / succeeded tasks decide (-1: none)."""
+
+    min_failed: int = 1
+    min_succeeded: int = NEVER
+
+
+def completion_policy(spec: JobSpec) -> dict[str, Completion]:
+    return {
+        name: Completion(role.min_failed, role.min_succeeded)
+        for name, role in spec.task_roles.items()
+    }
+
+
 def first_failure(tasks: Sequence[TaskRecord]) -> TaskRecord | None:
     failed = [t for t in tasks if t.state == TaskState.FAILED]
     return min(failed, key=lambda t: (t.finished_at or 0, t.id)) if failed else None
 
 
-def decide(job: JobRecord, tasks: Sequence[TaskRecord]) -> Outcome:
-    """The job's outcome once every task of its current attempt has ended (else WAIT)."""
-    if not tasks or any(not t.state.is_final for t in tasks):
-        return Outcome(Verdict.WAIT)
-    if all(t.state == TaskState.SUCCEEDED for t in tasks):
-        return Outcome(Verdict.SUCCEED, TaskReason.COMPLETED)
-    if job.stop_requested == TaskReason.TIMEOUT:
-        return Outcome(Verdict.FAIL, TaskReason.TIMEOUT, "the job ran longer than its maxRuntime")
-    if job.stop_requested == TaskReason.PREEMPTED:
-        return Outcome(Verdict.RETRY_UNCOUNTED, TaskReason.PREEMPTED, "preempted: requeued")
-    if job.stop_requested is not None:
-        return Outcome(Verdict.STOP, job.stop_requested)
-    failed = first_failure(tasks)
-    if failed is None:  # stopped without a request: the node's agent stopped it
-        return Outcome(Verdict.RETRY_UNCOUNTED, TaskReason.AGENT_ERROR, "tasks stopped unasked")
+def first_platform_failure(tasks: Sequence[TaskRecord]) -> TaskRecord | None:
+    """The first task that failed for the platform's reason (NodeLost, AgentError...), if any."""
+    platform = FailureClass.PLATFORM
+    return first_failure(
+        [t for t in tasks if failure_class(t.reason or TaskReason.AGENT_ERROR) is platform]
+    )
+
+
+def failure_outcome(job: JobRecord, failed: TaskRecord) -> Outcome:
+    """What one task's failure means for the job: retry (counted or not) or fail."""
     reason = failed.reason or TaskReason.AGENT_ERROR
     message = f"task {failed.name} ended {reason}" + (
         f": {failed.message}" if failed.message else ""
@@ -78,3 +104,61 @@ def decide(job: JobRecord, tasks: Sequence[TaskRecord]) -> Outcome:
     if cls is FailureClass.USER and job.retries_used < job.retry_count:
         return Outcome(Verdict.RETRY, reason, message)
     return Outcome(Verdict.FAIL, reason, message)
+
+
+def triggered(
+    job: JobRecord, tasks: Sequence[TaskRecord], policy: Mapping[str, Completion]
+) -> Outcome | None:
+    """The outcome that the first task end reaching a threshold decided, if any did."""
+    ended = sorted((t for t in tasks if t.state.is_final), key=lambda t: (t.finished_at or 0, t.id))
+    failed: Counter[str] = Counter()
+    succeeded: Counter[str] = Counter()
+    for t in ended:
+        rule = policy.get(t.role, Completion())
+        if t.state == TaskState.FAILED:
+            if failure_class(t.reason or TaskReason.AGENT_ERROR) is not FailureClass.USER:
+                return failure_outcome(job, t)
+            failed[t.role] += 1
+            if rule.min_failed != NEVER and failed[t.role] >= rule.min_failed:
+                return failure_outcome(job, t)
+        elif t.state == TaskState.SUCCEEDED:
+            succeeded[t.role] += 1
+            if rule.min_succeeded != NEVER and succeeded[t.role] >= rule.min_succeeded:
+                message = (
+                    f"{succeeded[t.role]} task(s) of role {t.role} succeeded "
+                    f"(minSucceededTasks {rule.min_succeeded})"
+                )
+                return Outcome(Verdict.SUCCEED, TaskReason.COMPLETED, message)
+    return None
+
+
+def decide(
+    job: JobRecord, tasks: Sequence[TaskRecord], policy: Mapping[str, Completion] | None = None
+) -> Outcome:
+    """The job's outcome once its current attempt is decided and every task has ended (else
+    WAIT, with `stop_rest` once the completion policy decided)."""
+    policy = policy or {}
+    if not tasks:
+        return Outcome(Verdict.WAIT)
+    if any(not t.state.is_final for t in tasks):
+        return Outcome(Verdict.WAIT, stop_rest=triggered(job, tasks, policy) is not None)
+    if all(t.state == TaskState.SUCCEEDED for t in tasks):
+        return Outcome(Verdict.SUCCEED, TaskReason.COMPLETED)
+    if job.stop_requested == TaskReason.TIMEOUT:
+        return Outcome(Verdict.FAIL, TaskReason.TIMEOUT, "the job ran longer than its maxRuntime")
+    if job.stop_requested == TaskReason.PREEMPTED:
+        return Outcome(Verdict.RETRY_UNCOUNTED, TaskReason.PREEMPTED, "preempted: requeued")
+    if job.stop_requested is not None:
+        return Outcome(Verdict.STOP, job.stop_requested)
+    lost = first_platform_failure(tasks)
+    if lost is not None:  # a lost node takes its peers down: their errors follow from it
+        return failure_outcome(job, lost)
+    decided = triggered(job, tasks, policy)
+    if decided is not None:
+        return decided
+    failed = [t for t in tasks if t.state == TaskState.FAILED]
+    if any(t.state == TaskState.STOPPED for t in tasks) or not failed:
+        # stopped without a request or a policy: the node's agent stopped it
+        return Outcome(Verdict.RETRY_UNCOUNTED, TaskReason.AGENT_ERROR, "tasks stopped unasked")
+    message = f"{len(failed)} task(s) failed, fewer than their roles' minFailedTasks"
+    return Outcome(Verdict.SUCCEED, TaskReason.COMPLETED, message)

@@ -5,7 +5,8 @@ One cycle, in order (each phase loads, does its I/O outside any transaction, the
 1. observe   — ask the engine how every active task is doing; record starts and exits
                (exactly once), release what ended;
 2. settle    — turn the task ends of each bound job into the job's state: run, succeed,
-               retry as a new attempt, fail, stop; stop the siblings of a failed task;
+               retry as a new attempt, fail, stop; once the completion policy decided
+               (`lifecycle.py`), stop the tasks still running;
 3. enforce   — cancels, `maxRuntime` and idle GPUs (`idle.py`): SIGTERM, a grace period,
                then SIGKILL;
 4. schedule  — snapshot → `scheduler.schedule` → bind in the store → start on the engine.
@@ -27,11 +28,23 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from gpuyard.controller.idle import IdleFinding, IdleWatch, UtilizationReader
-from gpuyard.controller.launch import build_launch
-from gpuyard.controller.lifecycle import Outcome, Verdict, decide, task_end_state
+from gpuyard.controller.launch import DEFAULT_PORT_RANGE, build_launch, job_peers, reserve_ports
+from gpuyard.controller.lifecycle import (
+    Outcome,
+    Verdict,
+    completion_policy,
+    decide,
+    task_end_state,
+)
+from gpuyard.controller.nodeops import (
+    NODE_DRAINED,
+    drain_preemptions,
+    overdue_drains,
+    with_cordons,
+)
 from gpuyard.controller.view import ViewBuilder
 from gpuyard.controller.webhooks import WebhookDispatcher, job_payload
-from gpuyard.engine import Engine, NodeUnavailable
+from gpuyard.engine import AgentUnreachable, Engine, NodeUnavailable
 from gpuyard.metrics import Instruments
 from gpuyard.model import (
     Clock,
@@ -44,7 +57,7 @@ from gpuyard.model import (
     TaskState,
 )
 from gpuyard.runtime.errors import ImageError, LaunchInvalid
-from gpuyard.runtime.types import TaskLaunch, TaskPhase, TaskStatus
+from gpuyard.runtime.types import TaskLaunch, TaskPeer, TaskPhase, TaskStatus
 from gpuyard.scheduler import Scheduler, SchedulerConfig
 from gpuyard.spec import JobSpec, parse_job_spec
 from gpuyard.store import (
@@ -53,6 +66,7 @@ from gpuyard.store import (
     JobRecord,
     NewTask,
     Pending,
+    PortsExhausted,
     Store,
     TaskRecord,
 )
@@ -77,6 +91,7 @@ class Controller:
         instruments: Instruments | None = None,
         gpu_utilization: UtilizationReader | None = None,
         webhooks: WebhookDispatcher | None = None,
+        port_range: tuple[int, int] = DEFAULT_PORT_RANGE,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -84,6 +99,7 @@ class Controller:
         self.interval_s = interval_s
         self.stop_grace_s = stop_grace_s
         self.pids_limit = pids_limit
+        self.port_range = port_range  # task ports are reserved from it on each node
         self._specs: dict[str, JobSpec] = {}
         self.scheduler = Scheduler(scheduler_config)
         self._views = ViewBuilder(store, self._spec)
@@ -135,6 +151,7 @@ class Controller:
         began = time.perf_counter()
         nodes = self.engine.nodes()
         self._record_nodes(nodes)
+        nodes = self._cordoned(nodes)
         self._observe()
         self._settle()
         self._enforce(nodes)
@@ -142,17 +159,37 @@ class Controller:
         self.cycles += 1
         self.instruments.controller_cycle.observe(time.perf_counter() - began)
 
+    def _cordoned(self, nodes: list[Node]) -> list[Node]:
+        """Nodes as the scheduler sees them (cordons applied); preempt overdue drains' jobs."""
+        cordons = self.store.nodes.cordons()
+        overdue = overdue_drains(cordons, self.clock.now())
+        if overdue:
+            tasks = self.store.jobs.active_tasks()
+            bound = self.store.jobs.in_states(JobState.SCHEDULED, JobState.RUNNING)
+            tenants = {t.name: t for t in self.store.tenants.tenants()}
+            jobs = {j.id: j for j in bound}
+            for p in drain_preemptions(overdue, tasks, jobs, tenants, self.stop_grace_s):
+                log.info("preempting %s: %s", p.job_id, p.message)
+                self.store.jobs.note(p.job_id, NODE_DRAINED, p.message)
+                self.preempt(p.job_id, p.grace_s)
+        return with_cordons(nodes, cordons)
+
     # ---- 1. observe ------------------------------------------------------------------
 
     def _observe(self) -> None:
         tasks = self.store.jobs.active_tasks()
         statuses = [(t, self._status(t)) for t in tasks]
         for task, status in statuses:
-            self._apply_status(task, status)
+            if status is not None:
+                self._apply_status(task, status)
 
-    def _status(self, task: TaskRecord) -> TaskStatus:
+    def _status(self, task: TaskRecord) -> TaskStatus | None:
+        """The task's status; UNKNOWN if its node is gone; None (no news) if its agent is slow."""
         try:
             return self.engine.status(task.node, task.key)
+        except AgentUnreachable as e:
+            log.warning("no status of %s this cycle: %s", task.key, e)
+            return None
         except NodeUnavailable:
             return TaskStatus(task.key, TaskPhase.UNKNOWN)
 
@@ -198,9 +235,10 @@ class Controller:
                 if bound.started_at is None:  # the job's first start: how long it queued
                     delay = max(0.0, first - bound.submitted_at)
                     self.instruments.queueing_delay.labels(bound.tenant).observe(delay)
-            if any(t.state == TaskState.FAILED for t in tasks):
+            outcome = decide(job, tasks, completion_policy(self._spec(job)))
+            if outcome.stop_rest:  # the completion policy decided: stop the tasks still running
                 self._stop_tasks(tasks)
-            self._apply_outcome(job, decide(job, tasks))
+            self._apply_outcome(job, outcome)
 
     def _apply_outcome(self, job: JobRecord, outcome: Outcome) -> None:
         jobs = self.store.jobs
@@ -323,13 +361,33 @@ class Controller:
             bound = self.store.jobs.bind(
                 job.id, job.attempt, _new_tasks(placement), admission.borrowed
             )
+            peers = self._peers(job, bound, node_by_name)
+            if peers is None:
+                continue
             for task in bound:
                 node = node_by_name[task.node]
                 tenant = view.tenants.get(job.tenant) if view.tenants else None
-                launch = build_launch(job, self._spec(job), task, node, self.pids_limit, tenant)
+                launch = build_launch(
+                    job, self._spec(job), task, node, self.pids_limit, tenant, peers
+                )
                 launches.append((task, launch))
         self._start_all(launches)
         self.instruments.scheduling_cycle.observe(time.perf_counter() - began)
+
+    def _peers(
+        self, job: JobRecord, bound: list[TaskRecord], nodes: dict[str, Node]
+    ) -> tuple[TaskPeer, ...] | None:
+        """Reserve the ports of a bound job's tasks; None (its tasks failed) if none are left."""
+        spec = self._spec(job)
+        try:
+            ports = reserve_ports(self.store, spec, bound, self.port_range)
+        except PortsExhausted as e:
+            now = self.clock.now()
+            for task in bound:
+                reason = TaskReason.AGENT_ERROR
+                self.store.jobs.task_ended(task.id, TaskState.FAILED, None, reason, str(e), now)
+            return None
+        return job_peers(spec, bound, nodes, ports)
 
     def _start_all(self, launches: list[tuple[TaskRecord, TaskLaunch]]) -> None:
         """Tell the nodes, several starts at once; record each start that failed, and why."""
@@ -389,7 +447,13 @@ def _stop_reason(job: JobRecord | None, task: TaskRecord) -> str | None:
 def _new_tasks(placement: JobPlacement) -> list[NewTask]:
     return [
         NewTask(
-            t.role, t.index, t.node, t.gpu_indices, t.resources.cpu_milli, t.resources.memory_mb
+            t.role,
+            t.index,
+            t.node,
+            t.gpu_indices,
+            t.resources.cpu_milli,
+            t.resources.memory_mb,
+            t.gpu_memory_mb,
         )
         for t in placement.tasks
     ]

@@ -45,8 +45,8 @@ def period_bounds(now: float, period: BudgetPeriod) -> tuple[float, float]:
 
 
 def task_placement(t: TaskRecord) -> TaskPlacement:
-    used = Resources(t.cpu_milli, t.memory_mb, len(t.gpus))
-    return TaskPlacement(t.role, t.index, t.node, t.gpus, used)
+    used = Resources(t.cpu_milli, t.memory_mb, 0 if t.gpu_memory_mb else len(t.gpus))
+    return TaskPlacement(t.role, t.index, t.node, t.gpus, used, t.gpu_memory_mb)
 
 
 class ViewBuilder:

@@ -6,16 +6,25 @@ A plain class: the local engine holds one in-process; a distributed engine runs 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
-from gpuyard.model import Node
+from gpuyard.model import GpuDevice, Node
 from gpuyard.runtime.executor import ContainerRuntime
 from gpuyard.runtime.types import TaskLaunch, TaskStatus
 
+GpuHealth = Callable[[tuple[GpuDevice, ...]], tuple[GpuDevice, ...]]
+
 
 class NodeAgent:
-    def __init__(self, node: Node, runtime: ContainerRuntime) -> None:
+    """`health` (e.g. `runtime.gpuhealth.NvmlHealth().check`) marks the GPUs that NVML reports
+    broken in each inventory, so the scheduler leaves them out."""
+
+    def __init__(
+        self, node: Node, runtime: ContainerRuntime, health: GpuHealth | None = None
+    ) -> None:
         self._node = node
         self._runtime = runtime
+        self._health = health
 
     @property
     def name(self) -> str:
@@ -26,7 +35,9 @@ class NodeAgent:
         return self._runtime.name
 
     def inventory(self) -> Node:
-        return self._node
+        if self._health is None or not self._node.gpus:
+            return self._node
+        return replace(self._node, gpus=self._health(self._node.gpus))
 
     def start(self, launch: TaskLaunch) -> None:
         self._runtime.start(launch)

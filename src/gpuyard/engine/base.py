@@ -1,7 +1,7 @@
 """The `Engine` interface: where nodes come from and how tasks reach them.
 
 The controller talks only to this interface; `local` runs one in-process `NodeAgent` for this
-machine, and the Ray engine (a later issue) runs one agent per Ray node.
+machine, and the Ray engine (`ray.py`) runs one agent per Ray node.
 """
 
 from __future__ import annotations
@@ -14,7 +14,11 @@ from gpuyard.runtime.types import TaskLaunch, TaskStatus
 
 
 class NodeUnavailable(RuntimeError):
-    """The node is gone or its agent does not answer."""
+    """The node is gone: its tasks are lost."""
+
+
+class AgentUnreachable(NodeUnavailable):
+    """The node is still there but its agent did not answer in time: no news, ask again."""
 
 
 class Engine(Protocol):

@@ -1,9 +1,16 @@
 """Domain types shared by every layer: resources, GPUs, nodes, job and task states."""
 
 from gpuyard.model.clock import Clock, ManualClock, SystemClock
-from gpuyard.model.demand import JobDemand, TaskDemand
+from gpuyard.model.demand import GpuShare, JobDemand, TaskDemand
 from gpuyard.model.placement import JobPlacement, TaskPlacement
-from gpuyard.model.resources import GpuDevice, Node, Resources, gpu_type_matches
+from gpuyard.model.resources import (
+    CordonState,
+    GpuDevice,
+    Node,
+    NodeCordon,
+    Resources,
+    gpu_type_matches,
+)
 from gpuyard.model.running import RunningJob, TenantUsage
 from gpuyard.model.states import (
     JOB_TRANSITIONS,
@@ -27,8 +34,11 @@ __all__ = [
     "IdleGpuAction",
     "JOB_TRANSITIONS",
     "Clock",
+    "CordonState",
+    "NodeCordon",
     "FailureClass",
     "GpuDevice",
+    "GpuShare",
     "IllegalTransition",
     "JobDemand",
     "JobPlacement",

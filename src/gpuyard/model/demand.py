@@ -8,11 +8,39 @@ from gpuyard.model.resources import Resources
 
 
 @dataclass(frozen=True, slots=True)
+class GpuShare:
+    """A task's part of ONE shared GPU: `memory_mb` of its memory, or `milli` thousandths of
+    it (`gpuNumber: 0.5` → 500), and an optional compute share for MPS (1–100 %).
+
+    Exactly one of `memory_mb` and `milli` is > 0. A fraction becomes MB only once the GPU is
+    known: `memory_on(gpu.memory_mb)` rounds down to whole MB (docs/gpu-sharing.md).
+    """
+
+    memory_mb: int = 0
+    milli: int = 0
+    compute_percent: int | None = None
+
+    def memory_on(self, gpu_memory_mb: int) -> int:
+        """MB this share takes on a GPU with `gpu_memory_mb` of memory (at least 1)."""
+        if self.memory_mb:
+            return self.memory_mb
+        return max(1, gpu_memory_mb * self.milli // 1000)
+
+
+@dataclass(frozen=True, slots=True)
 class TaskDemand:
+    """One task. `resources.gpus` counts whole GPUs; a task with a `gpu_share` asks for no
+    whole GPU but for part of one GPU in shared mode (never both)."""
+
     role: str
     index: int
     resources: Resources
     gpu_type: str | None = None
+    gpu_share: GpuShare | None = None
+
+    @property
+    def uses_gpu(self) -> bool:
+        return self.resources.gpus > 0 or self.gpu_share is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,8 @@
-"""Where the tasks of a job go: a node and the indices of the GPUs it gets there."""
+"""Where the tasks of a job go: a node and the indices of the GPUs it gets there.
+
+A task on whole GPUs holds them exclusively (`gpu_memory_mb == 0`). A shared task holds
+`gpu_memory_mb` MB of the one GPU in `gpu_indices`, which is then in shared mode.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,16 @@ class TaskPlacement:
     node: str
     gpu_indices: tuple[int, ...]
     resources: Resources
+    gpu_memory_mb: int = 0  # > 0: a shared task, this much of its one GPU's memory
+
+    @property
+    def shared(self) -> bool:
+        return self.gpu_memory_mb > 0
+
+    @property
+    def whole_gpus(self) -> int:
+        """GPUs held exclusively (0 for a shared task)."""
+        return 0 if self.shared else len(self.gpu_indices)
 
 
 @dataclass(frozen=True, slots=True)

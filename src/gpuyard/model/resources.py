@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 
@@ -66,6 +67,7 @@ class GpuDevice:
     healthy: bool = True
     minor: int | None = None  # /dev/nvidia<minor>; None for fake GPUs without a device node
     topology_group: int | None = None  # same group = same NVLink/PCIe island; None: unknown
+    health_cause: str | None = None  # why NVML says it is unhealthy: `XID 79`, `ECC ...`
 
     @property
     def label(self) -> str:
@@ -74,7 +76,12 @@ class GpuDevice:
 
 @dataclass(frozen=True, slots=True)
 class Node:
-    """A machine that runs tasks: its allocatable CPU, memory and GPUs."""
+    """A machine that runs tasks: its allocatable CPU, memory and GPUs.
+
+    `address`: the IP that the tasks of other nodes reach this node's tasks at (tasks share the
+    node's network namespace); the engine fills it. `schedulable=False`: no new work goes there
+    (cordoned or draining, set by the controller from the store).
+    """
 
     name: str
     cpu_milli: int
@@ -82,6 +89,7 @@ class Node:
     gpus: tuple[GpuDevice, ...] = ()
     labels: tuple[tuple[str, str], ...] = field(default=())
     schedulable: bool = True
+    address: str = "127.0.0.1"
 
     @property
     def capacity(self) -> Resources:
@@ -92,3 +100,22 @@ class Node:
             if g.index == index:
                 return g
         raise KeyError(f"node {self.name} has no GPU {index}")
+
+
+class CordonState(enum.StrEnum):
+    """What an admin did to a node: cordoned (no new work) or draining (no new work, and its
+    running jobs are preempted once the drain's deadline passes)."""
+
+    CORDONED = "cordoned"
+    DRAINING = "draining"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCordon:
+    """A node taken out of scheduling by an admin: how, why, by whom, since when, until when."""
+
+    state: CordonState
+    at: float
+    by: str | None = None
+    reason: str | None = None
+    deadline: float | None = None  # draining only: running jobs are preempted after it

@@ -41,7 +41,8 @@ class RunningJob:
 
     @property
     def gpus(self) -> int:
-        return sum(len(t.gpu_indices) for t in self.placements)
+        """Whole GPUs held (shared tasks hold part of one GPU and count 0 here)."""
+        return sum(t.whole_gpus for t in self.placements)
 
     @property
     def deadline(self) -> float | None:

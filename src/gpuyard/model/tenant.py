@@ -39,12 +39,19 @@ class FlavorQuota:
     `borrowing_limit`: at most this many GPUs of the flavor above the guarantee (None: any
     idle). `lending_limit`: at most this many of its unused guaranteed GPUs lent to others
     (None: all of them).
+
+    `gpu_memory_mb`: guaranteed GPU memory of the flavor, in MB, for shared-GPU tasks, with
+    its own borrowing and lending limits (MB). None: the tenant's shared tasks are charged
+    against the GPU count instead (docs/gpu-sharing.md).
     """
 
     flavor: str
     guaranteed: int
     borrowing_limit: int | None = None
     lending_limit: int | None = None
+    gpu_memory_mb: int | None = None
+    gpu_memory_borrowing_limit_mb: int | None = None
+    gpu_memory_lending_limit_mb: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,14 @@ variables, which describe the task (GPUYARD_*, the OpenPAI PAI_* names) and its 
 `NVIDIA_DRIVER_CAPABILITIES` (which driver libraries the NVIDIA hook mounts) is the user's, else
 the image's, else `compute,utility` for a task with GPUs; unknown capabilities are refused.
 CDI edits may set variables too, but never the platform's (`is_platform_env`).
+
+A task of a job (`distributed_env`, from `launch.peers`, every task of the attempt in rank
+order: roles in spec order, then index) also gets the PyTorch/torchrun names and OpenPAI's:
+`MASTER_ADDR` (the address of rank 0's node), `MASTER_PORT` (rank 0's `master` port),
+`WORLD_SIZE`, `RANK`, `LOCAL_RANK` (rank among the job's tasks on this node),
+`LOCAL_WORLD_SIZE`, `PAI_HOST_IP_<role>_<index>`, `PAI_PORT_LIST_<role>_<index>_<label>`
+(comma-separated), `PAI_CURRENT_CONTAINER_IP` and `GPUYARD_HOSTS_FILE`. These are platform
+variables too: a user's env cannot override them.
 """
 
 from __future__ import annotations
@@ -24,7 +32,20 @@ WORKDIR = "/workspace"  # the task's private writable dir and cwd, also its HOME
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PLATFORM_PREFIXES = ("GPUYARD_", "PAI_")
-PLATFORM_NAMES = frozenset({"NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"})
+PLATFORM_NAMES = frozenset(
+    {
+        "NVIDIA_VISIBLE_DEVICES",
+        "CUDA_VISIBLE_DEVICES",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "WORLD_SIZE",
+        "RANK",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+    }
+)
+HOSTS_FILE = "/run/gpuyard/hosts"  # `<address> <role>-<index>` per task of the job
+MASTER_PORT_LABEL = "master"
 CAPABILITIES_VAR = "NVIDIA_DRIVER_CAPABILITIES"
 DEFAULT_DRIVER_CAPABILITIES = "compute,utility"
 DRIVER_CAPABILITIES = frozenset(
@@ -86,6 +107,47 @@ def task_env(launch: TaskLaunch) -> dict[str, str]:
     return env
 
 
+def distributed_env(launch: TaskLaunch) -> dict[str, str]:
+    """Rank, world and peer addresses of a job's task; empty for a launch without peers."""
+    peers = launch.peers
+    if not peers:
+        return {}
+    ranks = [(p.role, p.index) for p in peers]
+    rank = ranks.index((launch.role, launch.index))
+    me, master = peers[rank], peers[0]
+    local = [p for p in peers if p.node == me.node]
+    env = {
+        "MASTER_ADDR": master.address,
+        "WORLD_SIZE": str(len(peers)),
+        "RANK": str(rank),
+        "LOCAL_RANK": str(local.index(me)),
+        "LOCAL_WORLD_SIZE": str(len(local)),
+        "PAI_CURRENT_CONTAINER_IP": me.address,
+        "GPUYARD_HOSTS_FILE": HOSTS_FILE,
+    }
+    master_ports = dict(master.ports).get(MASTER_PORT_LABEL)
+    if master_ports:
+        env["MASTER_PORT"] = str(master_ports[0])
+    for p in peers:
+        name = f"{env_name_part(p.role)}_{p.index}"
+        env[f"PAI_HOST_IP_{name}"] = p.address
+        for label, ports in p.ports:
+            env[f"PAI_PORT_LIST_{name}_{env_name_part(label)}"] = ",".join(map(str, ports))
+    return env
+
+
+def hosts_text(launch: TaskLaunch) -> str:
+    """The job's hosts file: `<address> <role>-<index>` for every task, in rank order."""
+    return "".join(f"{p.address} {hostname_of(p.role, p.index)}\n" for p in launch.peers)
+
+
+def hostname_of(role: str, index: int) -> str:
+    """`<role>-<index>` as a valid host name (lower case letters, digits, `-`; 63 at most)."""
+    name = re.sub(r"[^a-z0-9-]+", "-", role.lower()).strip("-") or "task"
+    suffix = f"-{index}"
+    return name[: 63 - len(suffix)].rstrip("-") + suffix
+
+
 def check_user_env(env: tuple[tuple[str, str], ...]) -> None:
     """ValueError for a name that a shell cannot use or a value with a NUL byte."""
     for name, value in env:
@@ -93,6 +155,28 @@ def check_user_env(env: tuple[tuple[str, str], ...]) -> None:
             raise ValueError(f"bad env name {name!r}: expected letters, digits and _")
         if "\0" in value:
             raise ValueError(f"env {name} holds a NUL byte")
+
+
+MPS_PIPE_DIR = "/run/nvidia-mps"  # the shared GPU's MPS pipe dir, bind-mounted (mps.py)
+MPS_LOG_DIR = "/run/nvidia-mps-log"  # its MPS log dir, read-only
+
+
+def mps_env(launch: TaskLaunch) -> dict[str, str]:
+    """A shared-GPU task's MPS client settings (docs/gpu-sharing.md); empty otherwise.
+
+    The limit names device 0: the shared GPU is the only one the task sees.
+    """
+    if not launch.gpu_memory_mb:
+        return {}
+    env = {
+        "CUDA_MPS_PIPE_DIRECTORY": MPS_PIPE_DIR,
+        "CUDA_MPS_LOG_DIRECTORY": MPS_LOG_DIR,
+        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": f"0={launch.gpu_memory_mb}M",
+        "GPUYARD_GPU_MEMORY_LIMIT_MB": str(launch.gpu_memory_mb),
+    }
+    if launch.gpu_compute_percent is not None:
+        env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(launch.gpu_compute_percent)
+    return env
 
 
 def build_env(launch: TaskLaunch, image_env: tuple[tuple[str, str], ...] = ()) -> list[str]:
@@ -104,5 +188,7 @@ def build_env(launch: TaskLaunch, image_env: tuple[tuple[str, str], ...] = ()) -
     if launch.gpus:
         env[CAPABILITIES_VAR] = driver_capabilities(env.get(CAPABILITIES_VAR, ""))
     env.update(task_env(launch))
+    env.update(distributed_env(launch))
     env.update(gpu_env(launch))
+    env.update(mps_env(launch))
     return [f"{name}={value}" for name, value in env.items()]

@@ -1,10 +1,12 @@
 """`ContainerRuntime`: the node-side API that runs tasks in OCI containers (crun or runc).
 
-`start` writes the task's state dir (`taskdir.py` has the layout) and its OCI bundle, spawns
-its supervisor (`supervisor.py`) and returns once the supervisor's pid is recorded (about a
-tenth of a second: one Python start-up); the container is created and started by the
-supervisor, in the background. Everything after that is read from the task dir, so a new
-server process (after a restart) sees the same tasks through `keys` and `status`.
+`start` writes the task's state dir (`taskdir.py` has the layout) and its OCI bundle, has the
+node's zygote (`zygote.py`, started with the runtime) hand the task to a supervisor forked
+ahead of time (`supervisor.py`), and returns once the supervisor's pid is recorded (a few
+milliseconds; without a zygote a fresh Python is exec'd: about a tenth of a second); the
+container is run by the supervisor, in the background. Everything after that is read from the
+task dir, so a new server process (after a restart) sees the same tasks through `keys` and
+`status`.
 
 A launch with an `image` runs on a copy-on-write overlay over that image, unpacked once by the
 node's `ImageStore` (`images.py`, `overlay.py`); any trouble with the image is an `ImageError`
@@ -35,8 +37,9 @@ from gpuyard.runtime.errors import LaunchInvalid, RuntimeStartError, TaskStillRu
 from gpuyard.runtime.exits import tail_lines, with_log
 from gpuyard.runtime.gpusetup import GpuSetup, apply_gpu_setup
 from gpuyard.runtime.images import ImageStore
+from gpuyard.runtime.mps import MpsDaemons, mps_mounts
 from gpuyard.runtime.notify import NotifyListener
-from gpuyard.runtime.oci import build_config, cgroup_path
+from gpuyard.runtime.oci import build_config, cgroup_path, write_hosts_files
 from gpuyard.runtime.ociruntime import OciRuntime, pick_runtime
 from gpuyard.runtime.overlay import overlay_root, release, sweep_stale_mounts
 from gpuyard.runtime.rootfs import HostRootfs, Rootfs
@@ -48,6 +51,7 @@ from gpuyard.runtime.taskdir import (
     write_json,
 )
 from gpuyard.runtime.types import TaskExit, TaskLaunch, TaskPhase, TaskStatus
+from gpuyard.runtime.zygote import Zygote, ZygoteError, ZygoteLost
 
 log = logging.getLogger("gpuyard.runtime")
 
@@ -61,9 +65,15 @@ class ContainerRuntime:
     """Runs tasks of this node in containers; one instance per node and state root."""
 
     def __init__(
-        self, state_root: Path, runtime: str | None = None, gpu_setup: GpuSetup | None = None
+        self,
+        state_root: Path,
+        runtime: str | None = None,
+        gpu_setup: GpuSetup | None = None,
+        mps: MpsDaemons | None = None,
+        fork_supervisors: bool = True,  # False: exec a Python per supervisor (the slow way)
     ) -> None:
         self.state_root = Path(state_root).resolve()
+        self.mps = mps or MpsDaemons(self.state_root / "mps")  # shared GPUs' daemons
         self.gpu_setup = gpu_setup or GpuSetup.from_env()
         self.tasks_dir = self.state_root / "tasks"
         self.tasks_dir.mkdir(parents=True, exist_ok=True)
@@ -77,9 +87,21 @@ class ContainerRuntime:
         self.name: str = self.rt.name
         self._listener: NotifyListener | None = None
         self.images = ImageStore(self.state_root)
+        self._zygote_lock = threading.Lock()
+        self._fork_supervisors = fork_supervisors
+        self._zygote: Zygote | None = self._start_zygote() if fork_supervisors else None
+        self.mps.sweep(self.keys())
         swept = sweep_stale_mounts(self.tasks_dir, self._live_keys())
         if swept:
             log.info("unmounted %d overlay roots of tasks that are no longer live", len(swept))
+
+    def _start_zygote(self) -> Zygote | None:
+        """The supervisor forker, started now so that it is warm by the first task."""
+        try:
+            return Zygote(self.state_root / "zygote.log")
+        except ZygoteError as e:
+            log.warning("%s; supervisors will be started the slow way", e)
+            return None
 
     # --- starting ---------------------------------------------------------------------------
 
@@ -127,8 +149,12 @@ class ContainerRuntime:
                 output.mkdir(parents=True)
                 os.chown(output, uid, gid)
         rootfs, digest = self._rootfs(launch, td)
-        config = build_config(launch, rootfs, td.work)
+        if launch.peers:  # a job's task: its hosts files, mounted by build_config
+            write_hosts_files(td.path, launch)
+        config = build_config(launch, rootfs, td.work, td.path if launch.peers else None)
         driver = apply_gpu_setup(config, launch.gpus, self.gpu_setup, host_root=not launch.image)
+        if launch.gpu_memory_mb:  # a shared GPU: its MPS daemon, pipe and log dirs
+            config["mounts"] += mps_mounts(self.mps.acquire(launch))
         write_json(td.launch, dataclasses.asdict(launch))
         write_json(
             td.task,
@@ -176,7 +202,41 @@ class ContainerRuntime:
         self._spawn(td)
 
     def _spawn(self, td: TaskDir) -> None:
-        """Run the supervisor; its middle process exits once the real one is recorded."""
+        """Have the supervisor forked (zygote, else a fresh Python); returns once it is recorded."""
+        code = self._spawn_by_zygote(td) if self._fork_supervisors else None
+        if code is None:
+            code = self._spawn_by_exec(td)
+        if code != 0 or td.supervisor() is None:
+            detail = tail_lines(td.supervisor_log, 10)
+            _discard(td)
+            raise RuntimeStartError(
+                f"the supervisor of {td.key} failed to start (exit {code}): {detail}"
+            )
+
+    def _spawn_by_zygote(self, td: TaskDir) -> int | None:
+        """0 once the zygote's supervisor is recorded, else 1; None if it cannot be used."""
+        with self._zygote_lock:
+            try:
+                if self._zygote is None or not self._zygote.alive:
+                    self._zygote = Zygote(self.state_root / "zygote.log")
+                zygote = self._zygote
+            except ZygoteError as e:
+                log.warning("%s; starting supervisors the slow way", e)
+                return None
+        try:
+            return zygote.spawn(td.path)
+        except ZygoteError as e:
+            log.warning("%s; it will be restarted", e)
+            with self._zygote_lock:
+                if self._zygote is zygote:
+                    self._zygote = None
+            zygote.close()
+            if isinstance(e, ZygoteLost):  # asked: never a second supervisor for one task
+                return 0 if td.supervisor() else 1
+            return None
+
+    def _spawn_by_exec(self, td: TaskDir) -> int:
+        """Run `python -m gpuyard.runtime.supervisor`; its middle process's exit code."""
         cmd = [sys.executable, "-m", "gpuyard.runtime.supervisor", str(td.path)]
         try:
             with open(td.supervisor_log, "ab") as out:
@@ -189,19 +249,13 @@ class ContainerRuntime:
                     start_new_session=True,
                     close_fds=True,
                 )
-            code = proc.wait(timeout=SPAWN_TIMEOUT_S)
+            return proc.wait(timeout=SPAWN_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired) as e:
             if isinstance(e, subprocess.TimeoutExpired):
                 proc.kill()
                 proc.wait()
             _discard(td)
             raise RuntimeStartError(f"cannot spawn the supervisor of {td.key}: {e}") from e
-        if code != 0 or td.supervisor() is None:
-            detail = tail_lines(td.supervisor_log, 10)
-            _discard(td)
-            raise RuntimeStartError(
-                f"the supervisor of {td.key} failed to start (exit {code}): {detail}"
-            )
 
     # --- observing --------------------------------------------------------------------------
 
@@ -283,6 +337,10 @@ class ContainerRuntime:
         if self._listener is not None:
             self._listener.close()
             self._listener = None
+        with self._zygote_lock:
+            zygote, self._zygote = self._zygote, None
+        if zygote is not None:
+            zygote.close()
 
     def keys(self) -> list[str]:
         """Tasks whose state dir exists on this node (for adoption after a restart)."""
@@ -316,9 +374,11 @@ class ContainerRuntime:
         """
         td = self.task_dir(key)
         if not td.path.exists():
+            self.mps.release(key)  # a start that failed after taking its MPS daemon
             return
         if not td.exit_file.exists() and self._supervisor_alive(td):
             raise TaskStillRunning(f"task {key} is still running; stop it first")
+        self.mps.release(key)
         self._force_delete(td)
         release(td.path)  # never rmtree through a mounted root
         with contextlib.suppress(FileNotFoundError):

@@ -13,6 +13,9 @@ What a task gets:
   `/data` read-only, `/output` read-write, a private writable `/workspace` (its HOME, and its
   cwd unless the image has a WorkingDir), private tmpfs /tmp, and a /dev/shm as large as its
   memory limit (tmpfs pages count against it anyway).
+- the job's hosts file (`write_hosts_files`): `<address> <role>-<index>` for every task of the
+  attempt, at `/run/gpuyard/hosts` (`env.HOSTS_FILE`), and the same lines after the localhost
+  ones as the container's `/etc/hosts`, so that `worker-1` resolves to its node's address.
 - `/bin/sh -c <command>` with the env of `env.build_env` (an image's Env under the job's), no
   terminal, the capabilities of `runc spec`, `noNewPrivileges`, and the default masked and
   read-only /proc paths. An image's User applies only where the platform lets the task run as
@@ -21,14 +24,13 @@ What a task gets:
 
 from __future__ import annotations
 
-import re
 import resource
 from pathlib import Path
 from typing import Any
 
 from gpuyard.runtime.cgroups import swap_accounting
 from gpuyard.runtime.devices import default_cgroup_devices
-from gpuyard.runtime.env import WORKDIR, build_env
+from gpuyard.runtime.env import HOSTS_FILE, WORKDIR, build_env, hostname_of, hosts_text
 from gpuyard.runtime.imageconfig import ImageConfig, process_args
 from gpuyard.runtime.rootfs import Mount, Rootfs, bind
 from gpuyard.runtime.types import TaskLaunch
@@ -49,6 +51,9 @@ MASKED_PATHS = [
     "/sys/firmware",
     "/proc/scsi",
 ]
+JOB_HOSTS_DIR = "gpuyard"  # in the task's state dir, mounted at /run/gpuyard: `hosts`
+ETC_HOSTS = "etc-hosts"  # in the task's state dir: the container's /etc/hosts
+LOCALHOST_LINES = "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
 READONLY_PATHS = ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"]
 
 
@@ -58,9 +63,31 @@ def cgroup_path(key: str) -> str:
 
 def hostname(role: str, index: int) -> str:
     """`<role>-<index>` as a valid host name (lower case letters, digits, `-`; 63 at most)."""
-    name = re.sub(r"[^a-z0-9-]+", "-", role.lower()).strip("-") or "task"
-    suffix = f"-{index}"
-    return name[: 63 - len(suffix)].rstrip("-") + suffix
+    return hostname_of(role, index)
+
+
+def file_bind(source: str, destination: str) -> Mount:
+    """A read-only bind of one file (crun refuses `rro`, a recursive option, on a file)."""
+    options = ["bind", "ro", "nosuid", "nodev", "noexec"]
+    return {"type": "bind", "source": source, "destination": destination, "options": options}
+
+
+def write_hosts_files(task_dir: Path, launch: TaskLaunch) -> None:
+    """The job's hosts file and the container's /etc/hosts, into the task's state dir."""
+    job_hosts = hosts_text(launch)
+    (task_dir / JOB_HOSTS_DIR).mkdir(exist_ok=True)
+    (task_dir / JOB_HOSTS_DIR / Path(HOSTS_FILE).name).write_text(job_hosts)
+    (task_dir / ETC_HOSTS).write_text(LOCALHOST_LINES + job_hosts)
+
+
+def hosts_mounts(task_dir: Path, readonly_root: bool) -> list[Mount]:
+    """Read-only binds of the files `write_hosts_files` wrote (/etc/hosts only where it can
+    be mounted: a read-only host root without one cannot grow it)."""
+    hosts_dir = str(Path(HOSTS_FILE).parent)  # a dir: crun cannot create a file target there
+    mounts = [bind(str(task_dir / JOB_HOSTS_DIR), hosts_dir, readonly=True)]
+    if not readonly_root or Path("/etc/hosts").exists():
+        mounts.append(file_bind(str(task_dir / ETC_HOSTS), "/etc/hosts"))
+    return mounts
 
 
 def system_mounts(memory_mb: int) -> list[Mount]:
@@ -161,9 +188,14 @@ def process(launch: TaskLaunch, image: ImageConfig | None = None) -> dict[str, A
     }
 
 
-def build_config(launch: TaskLaunch, rootfs: Rootfs, work_dir: Path) -> dict[str, Any]:
-    """The whole config.json for `launch`, rooted at `rootfs`."""
+def build_config(
+    launch: TaskLaunch, rootfs: Rootfs, work_dir: Path, hosts_dir: Path | None = None
+) -> dict[str, Any]:
+    """The whole config.json for `launch`, rooted at `rootfs`; with the hosts files that
+    `write_hosts_files` wrote into `hosts_dir`, if given."""
     mounts = system_mounts(launch.memory_mb) + list(rootfs.mounts) + task_mounts(launch, work_dir)
+    if hosts_dir is not None:
+        mounts += hosts_mounts(hosts_dir, rootfs.readonly)
     return {
         "ociVersion": "1.0.2",
         "process": process(launch, rootfs.image),

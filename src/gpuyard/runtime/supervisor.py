@@ -3,19 +3,24 @@
 One small process per task drives the OCI runtime and writes the task's `exit.json`, so that
 a task's end is recorded even while the server is down.
 
-Detaching. The server starts this module as a child in a new session and waits for it; it
-forks once more and exits at once (double fork). The grandchild, the real supervisor, calls
-`setsid` and so is in no process group or session of the server, and its parent is gone: it is
-reparented to init (or the nearest subreaper), never the server's child to reap, and survives
-`kill -9` of the server and of the server's process group. The exiting middle process writes
-`supervisor.pid` (pid + starttime) first, so when `ContainerRuntime.start` returns the pid is
-known. Signal handlers are set before the fork, so a stop never finds it unprotected.
+Detaching. Supervisors are normally forked by the node's zygote (`zygote.py`: a resident
+process that imported this module once), so a start costs no interpreter start-up. Without
+it (`python -m gpuyard.runtime.supervisor <task_dir>`, the fallback) the server starts this
+module as a child in a new session and waits for it; it forks once more and exits at once
+(double fork) after writing `supervisor.pid`. Either way the supervisor calls `setsid` and so
+is in no process group or session of the server, is never the server's child to reap (the
+zygote's children are reaped by the kernel; orphans go to init), and survives `kill -9` of
+the server and of the server's process group. `supervisor.pid` (pid + starttime) is written
+before `ContainerRuntime.start` returns, and stop signals are handled (or held blocked) from
+the moment the pid is known, so a stop never finds it unprotected.
 
 Life. It becomes a child subreaper (prctl PR_SET_CHILD_SUBREAPER), then:
-1. `<rt> create` with stdin /dev/null and stdout+stderr on `<task_dir>/log` (O_APPEND), which
-   the container's process inherits. `create` exits leaving the container's init behind, and
+1. If a stop was requested already, `exit.json` says Cancelled and nothing is run. Otherwise
+   `<rt> run --detach` (create and start in one step: one runtime process instead of two)
+   with stdin /dev/null and stdout+stderr on `<task_dir>/log` (O_APPEND), which the
+   container's process inherits. The runtime exits leaving the container's init behind, and
    the kernel reparents it to this subreaper, so it is our child: we can waitpid it.
-2. `<rt> start`, then writes `started` (the node now reports RUNNING).
+2. Writes `started` (the node now reports RUNNING) and sends the start hint.
 3. Waits (pidfd + select) for the init to exit, or for a stop request: SIGTERM to this process,
    with `stop.json` holding the grace. A stop sends `<rt> kill <id> TERM` (the container's
    pid 1 gets it; a pid 1 only receives signals it handles, as under Docker and Kubernetes),
@@ -24,7 +29,7 @@ Life. It becomes a child subreaper (prctl PR_SET_CHILD_SUBREAPER), then:
    delete removes the cgroup); `<rt> delete --force`; unmounts the task's overlay root (an
    image task; its upper dir stays until the task dir is removed); writes `exit.json`
    atomically; exits.
-If create or start fails, `exit.json` holds AgentError (or CommandNotFound) with crun/runc's
+If the runtime cannot run it, `exit.json` holds AgentError (or CommandNotFound) with crun/runc's
 error. If anything else goes wrong, AgentError with the exception, after a forced delete.
 """
 
@@ -40,6 +45,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import NoReturn
 
 from gpuyard.model import TaskReason
 from gpuyard.runtime.cgroups import oom_kill_count
@@ -138,11 +144,12 @@ class Supervisor:
             error = runtime_errors(self.td.runtime_log)
             raise LaunchFailed(error or f"{self.rt.name} {args[0]} exited {done.returncode}")
 
-    def create(self, log_fd: int) -> int:
-        """Create the container; the pid (host namespace) of its init."""
+    def run_container(self, log_fd: int) -> int:
+        """Create and start the container in one step; the pid (host namespace) of its init."""
         self._launch_step(
             log_fd,
-            "create",
+            "run",
+            "--detach",
             "--bundle",
             str(self.td.bundle),
             "--pid-file",
@@ -150,6 +157,12 @@ class Supervisor:
             self.cid,
         )
         return int(self.td.container_pid.read_text().strip())
+
+    def created_pid(self) -> int | None:
+        """The init's pid if the runtime got as far as writing it (a failed launch)."""
+        with contextlib.suppress(OSError, ValueError):
+            return int(self.td.container_pid.read_text().strip())
+        return None
 
     def delete(self) -> None:
         """Delete the container, then unmount its overlay root (if it has one)."""
@@ -260,18 +273,15 @@ class Supervisor:
     # --- the whole life ----------------------------------------------------------------------
 
     def launch(self) -> int | None:
-        """Create and start the container; its init pid, or None if it ended another way."""
+        """Run the container; its init pid, or None if it ended another way."""
+        if self.poll_stop() is not None:
+            self.finish(None, TaskReason.CANCELLED, "stopped before the container started")
+            return None
         log_fd = os.open(self.td.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        init_pid = None
         try:
-            init_pid = self.create(log_fd)
-            if self.poll_stop() is not None:
-                self._abort(init_pid)
-                self.finish(None, TaskReason.CANCELLED, "stopped before the container started")
-                return None
-            self._launch_step(log_fd, "start", self.cid)
+            init_pid = self.run_container(log_fd)
         except LaunchFailed as e:
-            self._abort(init_pid)
+            self._abort(self.created_pid())
             self.finish_launch_failed(str(e))
             return None
         finally:
@@ -334,12 +344,23 @@ def supervise(td: TaskDir, stop: StopFlag) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m gpuyard.runtime.supervisor <task_dir>", file=sys.stderr)
-        return 2
-    td = TaskDir(Path(args[0]).resolve())
+def run_detached(td: TaskDir, stop: StopFlag) -> NoReturn:
+    """The supervisor's whole life, in a freshly forked process: own session, output on
+    supervisor.log, then `supervise`; it never returns into the forking caller's code."""
+    os.setsid()
+    os.chdir("/")
+    redirect_stdio(td.supervisor_log)
+    code = supervise(td, stop)
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def detach(td: TaskDir) -> NoReturn:
+    """Fork the supervisor of `td` and end this (middle) process once its pid is recorded.
+
+    The path of `python -m gpuyard.runtime.supervisor <task_dir>` (the node's zygote forks
+    supervisors itself, `zygote.py`). Exits 0 when `supervisor.pid` is written.
+    """
     stop = StopFlag()
     stop.install()
     pid = os.fork()
@@ -351,10 +372,15 @@ def main(argv: list[str] | None = None) -> int:
             os.kill(pid, signal.SIGKILL)
             os._exit(1)
         os._exit(0)
-    os.setsid()
-    os.chdir("/")
-    redirect_stdio(td.supervisor_log)
-    return supervise(td, stop)
+    run_detached(td, stop)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m gpuyard.runtime.supervisor <task_dir>", file=sys.stderr)
+        return 2
+    detach(TaskDir(Path(args[0]).resolve()))
 
 
 if __name__ == "__main__":

@@ -53,7 +53,8 @@ def atomic_write(path: Path, data: bytes, sync: bool = False) -> None:
 
 
 def write_json(path: Path, value: Any, sync: bool = False) -> None:
-    atomic_write(path, json.dumps(value, indent=1, sort_keys=True).encode() + b"\n", sync)
+    """One line (json's C encoder: `indent` would use the slow Python one; `jq .` reads it)."""
+    atomic_write(path, json.dumps(value, sort_keys=True).encode() + b"\n", sync)
 
 
 def read_json(path: Path) -> Any | None:

@@ -9,6 +9,21 @@ from gpuyard.model import GpuDevice
 
 
 @dataclass(frozen=True, slots=True)
+class TaskPeer:
+    """One task of the same job attempt, as every task sees it (`env.distributed_env`).
+
+    `ports`: label → the ports reserved for that task on its node (`master` on rank 0 is
+    MASTER_PORT). Peers are listed in rank order: roles in spec order, then index.
+    """
+
+    role: str
+    index: int
+    node: str
+    address: str
+    ports: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class TaskLaunch:
     """Everything a node needs to run one task of one attempt of a job.
 
@@ -33,6 +48,9 @@ class TaskLaunch:
     role_task_counts: tuple[tuple[str, int], ...] = field(default=())  # role → taskNumber
     resumed: bool = False  # a later attempt: a checkpoint in /output may be waiting
     run_as: tuple[int, int] = (0, 0)  # uid, gid of the task's processes in the container
+    gpu_memory_mb: int = 0  # > 0: a share of gpus[0], run under MPS (runtime/mps.py)
+    gpu_compute_percent: int | None = None  # MPS active thread percentage of a shared task
+    peers: tuple[TaskPeer, ...] = ()  # every task of the attempt in rank order, this one too
 
 
 class TaskPhase(enum.StrEnum):

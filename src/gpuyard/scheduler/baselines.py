@@ -22,13 +22,14 @@ cycle, and it starts in a later cycle once they have stopped (as with reclaim).
 from __future__ import annotations
 
 import bisect
+import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from operator import attrgetter
+from collections.abc import Callable
 
 from gpuyard.model import JobDemand, JobPlacement, RunningJob, Tenant
 from gpuyard.scheduler.cycle import CycleResult, CycleStats
 from gpuyard.scheduler.fits import matching_flavors
+from gpuyard.scheduler.mirror import QueueMirror
 from gpuyard.scheduler.packing import place_gang
 from gpuyard.scheduler.quota import job_usage
 from gpuyard.scheduler.reasons import PendingCode, PendingReason
@@ -117,26 +118,25 @@ class Pass:
 
 
 class SortedQueues:
-    """Queued jobs in `key` order per group, kept sorted across cycles by diff (job identity)."""
+    """Queued jobs in `key` order per group, kept sorted across cycles by diff (`QueueMirror`:
+    the view's changes, or job identity)."""
 
     def __init__(self, key: Callable[[JobDemand], tuple], group: Callable[[JobDemand], str]):
         self.key, self.group = key, group
-        self.jobs: dict[str, JobDemand] = {}
         self.queues: dict[str, list[tuple]] = {}
+        self._mirror = QueueMirror()
         self._entry: dict[int, tuple] = {}  # id(job) → its entry
-        self._by_id: dict[int, JobDemand] = {}
 
-    def sync(self, queued: Sequence[JobDemand]) -> None:
-        # diff by object identity in C loops (old objects stay alive in `_by_id` meanwhile)
-        by_id = dict(zip(map(id, queued), queued, strict=True))
-        gone = [self._by_id[i] for i in self._by_id.keys() - by_id.keys()]
-        added = [by_id[i] for i in by_id.keys() - self._by_id.keys()]
+    @property
+    def jobs(self) -> dict[str, JobDemand]:
+        return self._mirror.jobs
+
+    def sync(self, view: ClusterView) -> None:
+        gone, added = self._mirror.sync(view)
         for job in gone:
             self._remove(job)
         for job in added:
             self._insert(job)
-        self._by_id = by_id
-        self.jobs = dict(zip(map(_job_id, queued), queued, strict=True))
 
     def _insert(self, job: JobDemand) -> None:
         biggest = max((t.resources.gpus for t in job.tasks), default=0)
@@ -169,7 +169,7 @@ class Baseline(ABC):
     def cycle(self, view: ClusterView) -> CycleResult:
         tenants = view.tenants if self.uses_quotas else {}
         self._state.sync(view.nodes, tenants, view.running)
-        self._queues.sync(view.queued)
+        self._queues.sync(view)
         p = Pass(view, self._state)
         self.run(view, p)
         return p.result()
@@ -293,6 +293,11 @@ class Srtf(Sjf):
 class Las(Greedy):
     preemptive = True
 
+    def __init__(self, config: SchedulerConfig) -> None:
+        super().__init__(config)
+        self._crossing: dict[int, tuple[RunningJob, tuple[float, ...]]] = {}
+        self._level: dict[str, int] = {}
+
     def key(self, job: JobDemand) -> tuple:
         return (self._queue(job.attained_gpu_s), job.seq)
 
@@ -300,11 +305,34 @@ class Las(Greedy):
         return bisect.bisect_right(self.config.las_thresholds_gpu_s, attained)
 
     def pool(self, view: ClusterView) -> list[RunningJob]:
-        now = view.now
-        self._level = {r.job_id: self._queue(_attained(r, now)) for r in view.running}
-        pool = [r for r in view.running if r.preemptible and not r.terminating]
-        pool.sort(key=lambda r: (-self._level[r.job_id], -r.started_at))
+        """Running jobs above the lowest queue, highest queue first, newest first there (a
+        job of the lowest queue is never a victim). When a job moves up a queue is worked
+        out once per `RunningJob` (its crossing times), so a cycle costs little per job."""
+        now, old = view.now, self._crossing
+        self._crossing = {}
+        levels = self._level = {}
+        for r in view.running:
+            times = old.get(id(r))
+            if times is None or times[0] is not r:
+                times = (r, self._crossing_times(r))
+            self._crossing[id(r)] = times
+            level = bisect.bisect_right(times[1], now)
+            if level and r.preemptible and not r.terminating:
+                levels[r.job_id] = level
+        pool = [r for r in view.running if r.job_id in levels]
+        pool.sort(key=lambda r: (-levels[r.job_id], -r.started_at))
         return pool
+
+    def _crossing_times(self, r: RunningJob) -> tuple[float, ...]:
+        """When `r`'s attained GPU-seconds reach each threshold (−inf: before this attempt,
+        inf: never, it holds no whole GPU)."""
+        gpus = r.gpus
+        return tuple(
+            -math.inf
+            if r.attained_gpu_s >= t
+            else (r.started_at + (t - r.attained_gpu_s) / gpus if gpus else math.inf)
+            for t in self.config.las_thresholds_gpu_s
+        )
 
     def make_room(self, view: ClusterView, p: Pass, job: JobDemand, pool) -> bool:
         mine = self._queue(job.attained_gpu_s)
@@ -318,9 +346,6 @@ class Las(Greedy):
         )
 
 
-_job_id = attrgetter("job_id")
-
-
 def _arrival(job: JobDemand) -> tuple:
     return (job.seq, job.submitted_at)
 
@@ -331,10 +356,6 @@ def _oracle(job: JobDemand) -> float:
 
 def _left(r: RunningJob, now: float) -> float:
     return float("inf") if r.oracle_end_at is None else r.oracle_end_at - now
-
-
-def _attained(r: RunningJob, now: float) -> float:
-    return r.attained_gpu_s + r.gpus * max(0.0, now - r.started_at)
 
 
 BASELINES: dict[str, type[Baseline]] = {

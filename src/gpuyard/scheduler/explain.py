@@ -13,6 +13,7 @@ from gpuyard.model import JobDemand, RunningJob
 from gpuyard.scheduler.packing import place_gang
 from gpuyard.scheduler.quota import CPU, MEMORY, QuotaBook
 from gpuyard.scheduler.reasons import PendingCode, PendingReason, ordinal
+from gpuyard.scheduler.sharing import shared_count, shared_shortfall
 from gpuyard.scheduler.snapshot import Undo
 from gpuyard.scheduler.state import ClusterState
 
@@ -37,6 +38,8 @@ def holders(book: QuotaBook, key: str) -> str:
 def capacity_reason(state: ClusterState, job: JobDemand, flavor: str | None) -> PendingReason:
     """Fragmented (enough free in total, not where the gang needs it) or Insufficient."""
     total, snap = job.total, state.snapshot
+    if short := shared_shortfall(snap, job, flavor):  # no shared GPU with room (sharing.py)
+        return PendingReason(PendingCode.INSUFFICIENT, short)
     free_gpus = state.free(flavor) if flavor else 0
     enough = (
         free_gpus >= total.gpus
@@ -56,6 +59,8 @@ def capacity_reason(state: ClusterState, job: JobDemand, flavor: str | None) -> 
         else (CPU if total.cpu_milli > snap.free_cpu_milli else MEMORY)
     )
     free_words = f"{free_gpus} free" if total.gpus else "not enough CPU or memory free"
+    if total.gpus and (in_shared_mode := shared_count(snap, flavor)):
+        free_words += f", {in_shared_mode} in shared mode (never given whole)"
     return PendingReason(
         PendingCode.INSUFFICIENT,
         f"needs {what}; {free_words}; held by {holders(state.book, key)}",

@@ -1,7 +1,7 @@
 """Which job shapes can never run on this cluster, even idle: a cache per shape.
 
-A shape is a job's tasks without its identity (role, resources, GPU type). The answer only
-changes with the nodes, so it is kept until they change. Most shapes fit; the reasons of
+A shape is a job's tasks without its identity (role, resources, GPU type, GPU share). The
+answer only changes with the nodes, so it is kept until they change. Most shapes fit; the reasons of
 those that do not come from `explain_no_fit`, computed once per shape.
 """
 
@@ -9,22 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpuyard.model import JobDemand, Node, Resources, gpu_type_matches
+from gpuyard.model import GpuShare, JobDemand, Node, Resources, gpu_type_matches
 from gpuyard.scheduler.packing import place_gang
 from gpuyard.scheduler.placement import explain_no_fit
 from gpuyard.scheduler.reasons import PendingReason
 from gpuyard.scheduler.snapshot import ClusterSnapshot
 
-Shape = tuple[tuple[str, Resources, str | None], ...]
+Shape = tuple[tuple[str, Resources, str | None, GpuShare | None], ...]
 
 
 def shape_of(job: JobDemand) -> Shape:
-    return tuple((t.role, t.resources, t.gpu_type) for t in job.tasks)
+    return tuple((t.role, t.resources, t.gpu_type, t.gpu_share) for t in job.tasks)
 
 
 def matching_flavors(job: JobDemand, flavors: Sequence[str]) -> list[str | None]:
     """GPU flavors every GPU task of `job` accepts; [None] for a job without GPUs."""
-    types = {t.gpu_type for t in job.tasks if t.resources.gpus}
+    types = {t.gpu_type for t in job.tasks if t.uses_gpu}
     if not types:
         return [None]
     return [f for f in flavors if all(gpu_type_matches(t, f) for t in types)]

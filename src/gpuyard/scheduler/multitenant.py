@@ -65,7 +65,7 @@ class Scheduler:
         if self._baseline is not None:
             return self._baseline.cycle(view)
         # 1. heads: each tenant's queue, in order (re-sorted only where it changed).
-        queues = self._queues.sync(view.queued, view.tenants, view.now)
+        queues = self._queues.sync(view)
         # 2. snapshot: what is free and who uses what, synced with the running jobs.
         self._state.sync(view.nodes, view.tenants, view.running)
         self._fits.sync(view.nodes, self._state.rebuilt)

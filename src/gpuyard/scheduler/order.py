@@ -9,18 +9,19 @@ Inside a tenant a job's key is, lowest first:
   `las_thresholds_gpu_s` above the job's attained GPU-seconds (Tiresias' discretized LAS:
   jobs that received little service go first; no duration knowledge needed).
 
-`TenantQueues` keeps each tenant's queue sorted across cycles (a cache keyed by job id); a
-tenant's queue is re-sorted only when its jobs, its policy, or a job's aging changed.
+`TenantQueues` keeps each tenant's queue sorted across cycles (insert and remove by diff, a
+job moved once when it ages); a tenant's queue is re-sorted only when its policy changed.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
-from operator import attrgetter
+import heapq
+from collections.abc import Mapping
 
 from gpuyard.model import JobDemand, QueuePolicy, Tenant
-from gpuyard.scheduler.view import SchedulerConfig
+from gpuyard.scheduler.mirror import QueueMirror
+from gpuyard.scheduler.view import ClusterView, SchedulerConfig
 
 JobKey = tuple[float, ...]
 Entry = tuple[JobKey, str]  # (order key, job id)
@@ -40,101 +41,82 @@ def is_aged(job: JobDemand, now: float, config: SchedulerConfig) -> bool:
 
 
 class TenantQueues:
-    """Each tenant's queued jobs in order, kept sorted from one cycle to the next."""
+    """Each tenant's queued jobs in order, kept sorted from one cycle to the next: joined
+    jobs are inserted, gone ones removed (`QueueMirror` says which), and a job that ages is
+    moved to its aged place when its time comes (a heap by submission time), so a cycle's
+    work follows the changes, not the queue's length. A tenant whose queue policy changed is
+    re-sorted."""
 
     def __init__(self, config: SchedulerConfig) -> None:
         self.config = config
-        self.jobs: dict[str, JobDemand] = {}
         self.queues: dict[str, list[Entry]] = {}
+        self._mirror = QueueMirror()
         self._policy: dict[str, QueuePolicy] = {}
-        self._next_aging: dict[str, float] = {}
-        self._by_id: dict[int, JobDemand] = {}
         self._entry: dict[int, Entry] = {}  # id(job) → its entry in its tenant's queue
+        self._aging: list[tuple[float, int, str]] = []  # (submitted_at, seq, job id), unaged
 
-    def sync(
-        self, queued: Sequence[JobDemand], tenants: Mapping[str, Tenant], now: float
-    ) -> dict[str, list[Entry]]:
-        """Bring the queues in line with `queued`; returns tenant → [(key, job id)] in order."""
-        # diff by object identity, in C loops: the old objects are alive until the end of the
-        # diff (held in `_by_id`), so an id cannot be reused by a new object meanwhile
-        by_id = dict(zip(map(id, queued), queued, strict=True))
-        added = [by_id[i] for i in by_id.keys() - self._by_id.keys()]
-        gone = [self._by_id[i] for i in self._by_id.keys() - by_id.keys()]
-        self._by_id = by_id
-        current = dict(zip(map(_job_id, queued), queued, strict=True))
-        self.jobs = current
-        stale = self._policy_or_aging_changed(tenants, now)
-        self._remove(gone, stale)
-        self._insert(added, stale, tenants, now)
-        members: dict[str, list[JobDemand]] = {tenant: [] for tenant in stale}
-        for job in current.values():
-            if job.tenant in members:
-                members[job.tenant].append(job)
-        for tenant, jobs in members.items():
-            self._rebuild(tenant, jobs, tenants, now)
+    @property
+    def jobs(self) -> dict[str, JobDemand]:
+        return self._mirror.jobs
+
+    def sync(self, view: ClusterView) -> dict[str, list[Entry]]:
+        """Bring the queues in line with `view.queued`; returns tenant → [(key, job id)] in
+        order."""
+        tenants, now = view.tenants, view.now
+        gone, added = self._mirror.sync(view)
+        for job in gone:
+            self._remove(job)
+        for job in added:
+            self._insert(job, _policy(tenants, job.tenant), now)
+        self._age(now)
+        for tenant, policy in list(self._policy.items()):
+            if _policy(tenants, tenant) is not policy:
+                self._rebuild(tenant, tenants, now)
         return self.queues
 
-    def _remove(self, gone: list[JobDemand], stale: set[str]) -> None:
-        for job in gone:
-            entry = self._entry.pop(id(job), None)
-            if job.tenant in stale or entry is None:
-                continue
-            queue = self.queues.get(job.tenant, [])
-            i = bisect.bisect_left(queue, entry)
-            if i < len(queue) and queue[i] == entry:
-                del queue[i]
-            if not queue:
-                for table in (self.queues, self._policy, self._next_aging):
-                    table.pop(job.tenant, None)
-
-    def _insert(
-        self, added: list[JobDemand], stale: set[str], tenants: Mapping[str, Tenant], now: float
-    ) -> None:
-        for job in added:
-            if job.tenant in stale:
-                continue
-            policy = _policy(tenants, job.tenant)
-            queue = self.queues.setdefault(job.tenant, [])
-            self._policy.setdefault(job.tenant, policy)
-            entry = (job_key(job, policy, now, self.config), job.job_id)
-            self._entry[id(job)] = entry
-            bisect.insort(queue, entry)
-            if not is_aged(job, now, self.config):
-                aging = job.submitted_at + self.config.aging_s
-                self._next_aging[job.tenant] = min(self._next_aging.get(job.tenant, aging), aging)
-
-    def _policy_or_aging_changed(self, tenants: Mapping[str, Tenant], now: float) -> set[str]:
-        changed = {t for t, at in self._next_aging.items() if now >= at}
-        for tenant, policy in self._policy.items():
-            if _policy(tenants, tenant) is not policy:
-                changed.add(tenant)
-        return changed
-
-    def _rebuild(
-        self, tenant: str, jobs: list[JobDemand], tenants: Mapping[str, Tenant], now: float
-    ) -> None:
-        policy = _policy(tenants, tenant)
-        if not jobs:
-            for table in (self.queues, self._policy, self._next_aging):
-                table.pop(tenant, None)
+    def _remove(self, job: JobDemand) -> None:
+        entry = self._entry.pop(id(job), None)
+        queue = self.queues.get(job.tenant)
+        if entry is None or queue is None:
             return
-        entries = []
-        for j in jobs:
-            entry = (job_key(j, policy, now, self.config), j.job_id)
-            self._entry[id(j)] = entry
-            entries.append(entry)
-        entries.sort()
-        self.queues[tenant] = entries
-        self._policy[tenant] = policy
-        waiting = [
-            j.submitted_at + self.config.aging_s for j in jobs if not is_aged(j, now, self.config)
-        ]
-        self._next_aging[tenant] = min(waiting, default=float("inf"))
+        i = bisect.bisect_left(queue, entry)
+        if i < len(queue) and queue[i] == entry:
+            del queue[i]
+        if not queue:
+            del self.queues[job.tenant]
+            del self._policy[job.tenant]
+
+    def _insert(self, job: JobDemand, policy: QueuePolicy, now: float) -> None:
+        queue = self.queues.setdefault(job.tenant, [])
+        self._policy.setdefault(job.tenant, policy)
+        entry = (job_key(job, policy, now, self.config), job.job_id)
+        self._entry[id(job)] = entry
+        bisect.insort(queue, entry)
+        if entry[0][0] == 1:
+            heapq.heappush(self._aging, (job.submitted_at, job.seq, job.job_id))
+
+    def _age(self, now: float) -> None:
+        """Move the jobs that have aged since the last cycle to the front part of their
+        queue (entries of jobs that left the queue are dropped on the way)."""
+        aging, jobs = self._aging, self.jobs
+        while aging and now - aging[0][0] >= self.config.aging_s:
+            submitted_at, _, job_id = heapq.heappop(aging)
+            job = jobs.get(job_id)
+            entry = self._entry.get(id(job)) if job is not None else None
+            if entry is None or entry[0][0] != 1 or job.submitted_at != submitted_at:
+                continue
+            self._remove(job)
+            self._insert(job, self._policy.get(job.tenant, QueuePolicy.FIFO), now)
+
+    def _rebuild(self, tenant: str, tenants: Mapping[str, Tenant], now: float) -> None:
+        mine = [j for j in self.jobs.values() if j.tenant == tenant]
+        for job in mine:
+            self._remove(job)
+        for job in mine:
+            self._insert(job, _policy(tenants, tenant), now)
 
 
 def _policy(tenants: Mapping[str, Tenant], tenant: str) -> QueuePolicy:
     t = tenants.get(tenant)
     return t.queue_policy if t else QueuePolicy.FIFO
 
-
-_job_id = attrgetter("job_id")

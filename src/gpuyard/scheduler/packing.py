@@ -9,7 +9,10 @@ Rules, in order:
   fill up and whole empty nodes stay free for big jobs. A task without GPUs prefers nodes
   with no free GPU at all;
 - topology: inside a node a multi-GPU task takes GPUs of one NVLink/PCIe group, the
-  smallest group that holds it; failing that, as few groups as possible.
+  smallest group that holds it; failing that, as few groups as possible;
+- shared GPUs: a task with a GPU share packs onto a GPU already shared before it opens a
+  free one (`sharing.shared_spot`); a whole-GPU task only ever takes free GPUs, never a
+  shared one (the snapshot keeps shared GPUs out of `free_gpus`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gpuyard.model import JobDemand, JobPlacement, Resources, TaskDemand, TaskPlacement
+from gpuyard.scheduler.sharing import shared_spot
 from gpuyard.scheduler.snapshot import ANY, ClusterSnapshot, NodeFree, Undo
 
 
@@ -62,22 +66,41 @@ def _place_all(
     placed: list[TaskPlacement] = []
     try:
         for task in tasks:
-            nf = _best_among(used, task.resources, flavor)
-            if nf is None and use_index:
-                nf = _best_node(snapshot, task.resources, flavor)
-                if nf is not None:
-                    used.append(nf)
-            if nf is None:
+            tp = _place_one(snapshot, task, flavor, used, use_index)
+            if tp is None:
                 return None
-            tp = TaskPlacement(
-                task.role, task.index, nf.node.name, _choose_gpus(nf, task, flavor), task.resources
-            )
             placed.append(tp)
             undos.append(snapshot.assume_task(tp))
     finally:
         for undo in reversed(undos):
             undo()
     return placed
+
+
+def _place_one(
+    snapshot: ClusterSnapshot,
+    task: TaskDemand,
+    flavor: str | None,
+    used: list[NodeFree],
+    use_index: bool,
+) -> TaskPlacement | None:
+    if task.gpu_share is not None:
+        spot = shared_spot(snapshot, used, task, flavor, anywhere=use_index)
+        if spot is None:
+            return None
+        nf, gpu, memory_mb = spot
+        if all(u is not nf for u in used):
+            used.append(nf)
+        return TaskPlacement(task.role, task.index, nf.node.name, (gpu,), task.resources, memory_mb)
+    nf = _best_among(used, task.resources, flavor)
+    if nf is None and use_index:
+        nf = _best_node(snapshot, task.resources, flavor)
+        if nf is not None:
+            used.append(nf)
+    if nf is None:
+        return None
+    gpus = _choose_gpus(nf, task, flavor)
+    return TaskPlacement(task.role, task.index, nf.node.name, gpus, task.resources)
 
 
 def _best_node(snapshot: ClusterSnapshot, need: Resources, flavor: str | None) -> NodeFree | None:

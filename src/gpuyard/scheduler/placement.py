@@ -2,7 +2,8 @@
 
 Tasks are placed biggest first. Each goes to the node that it leaves with the least free
 (GPUs, then CPU, then memory), so big holes stay whole for big jobs. GPUs are taken by the
-lowest index among those of the asked type.
+lowest index among those of the asked type. A task with a GPU share goes where
+`sharing.shared_spot` says, on the first GPU flavor of its type that has room.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from gpuyard.model import (
     gpu_type_matches,
 )
 from gpuyard.scheduler.reasons import PendingCode, PendingReason
+from gpuyard.scheduler.sharing import shared_spot, shared_words
 from gpuyard.scheduler.snapshot import ClusterSnapshot, NodeFree, Undo
 
 
@@ -45,7 +47,7 @@ def explain_no_fit(snapshot: ClusterSnapshot, job: JobDemand) -> PendingReason:
     empty = ClusterSnapshot(nodes)
     tasks = sorted(job.tasks, key=_size_key)
     for task in tasks:
-        if task.resources.gpus and not any(_matching_gpus(n, task) for n in nodes):
+        if task.uses_gpu and not any(_matching_gpus(n, task) for n in nodes):
             return PendingReason(PendingCode.NO_GPU_TYPE, _no_type_message(task, nodes))
         if _place_task(empty, task) is None:
             return PendingReason(PendingCode.EXCEEDS_NODE, _shortfall(task, empty, idle=True))
@@ -65,7 +67,22 @@ def explain_no_fit(snapshot: ClusterSnapshot, job: JobDemand) -> PendingReason:
     )
 
 
+def _place_shared(snapshot: ClusterSnapshot, task: TaskDemand) -> TaskPlacement | None:
+    for flavor in snapshot.flavors:
+        if not gpu_type_matches(task.gpu_type, flavor):
+            continue
+        spot = shared_spot(snapshot, [], task, flavor, anywhere=True)
+        if spot is not None:
+            nf, gpu, memory_mb = spot
+            return TaskPlacement(
+                task.role, task.index, nf.node.name, (gpu,), task.resources, memory_mb
+            )
+    return None
+
+
 def _place_task(snapshot: ClusterSnapshot, task: TaskDemand) -> TaskPlacement | None:
+    if task.gpu_share is not None:
+        return _place_shared(snapshot, task)
     best: tuple[tuple[int, int, int, str], NodeFree, list[int]] | None = None
     need = task.resources
     for nf in snapshot.schedulable():
@@ -124,17 +141,28 @@ def _shortfall(task: TaskDemand, snapshot: ClusterSnapshot, idle: bool) -> str:
     words = "no node has more than" if idle else "at most"
     tail = "" if idle else " free"
     where = f"task {task.role}/{task.index}"
+    if task.gpu_share is not None and _host_room(task, nodes):
+        return f"{where} {shared_words(snapshot, task, idle)}"
     cpu_ok = [nf for nf in nodes if nf.cpu_milli >= need.cpu_milli]
     mem_ok = [nf for nf in cpu_ok if nf.memory_mb >= need.memory_mb]
     best_gpus = max((len(_free_matching(nf, task)) for nf in (mem_ok or nodes)), default=0)
     if need.gpus and best_gpus < need.gpus:
         gpus = f"{need.gpus} GPUs{_type_words(task)}"
-        return f"{where} needs {gpus} on one node; {words} {best_gpus}{tail}"
+        shared = len(snapshot.shared)
+        held = f" ({shared} GPUs are in shared mode: whole-GPU tasks never use them)"
+        return f"{where} needs {gpus} on one node; {words} {best_gpus}{tail}" + (
+            held if shared and not idle else ""
+        )
     if not cpu_ok:
         best_cpu = max(nf.cpu_milli for nf in nodes) / 1000
         return f"{where} needs {need.cpu:g} CPUs on one node; {words} {best_cpu:g}{tail}"
     best_mem = max(nf.memory_mb for nf in cpu_ok)
     return f"{where} needs {need.memory_mb} MB of memory on one node; {words} {best_mem} MB{tail}"
+
+
+def _host_room(task: TaskDemand, nodes: list[NodeFree]) -> bool:
+    need = task.resources
+    return any(nf.cpu_milli >= need.cpu_milli and nf.memory_mb >= need.memory_mb for nf in nodes)
 
 
 def _free_matching(nf: NodeFree, task: TaskDemand) -> list[int]:

@@ -10,10 +10,19 @@ Beyond it, the excess is *borrowed*: allowed up to the tenant's `borrowing_limit
 out of free capacity that is not reserved for another tenant — a lender's unused guarantee
 beyond its `lending_limit` is reserved for it. With no tenants configured at all the book is
 disabled: every job is guaranteed and nothing is borrowed (the v1 plain cluster).
+
+GPU memory (docs/gpu-sharing.md): shared-GPU tasks are charged in MB of their flavor's GPU
+memory under the key `gpu_memory_key(flavor)` (`A100-80GB/MB`). For a tenant with a GPU-memory
+quota of that flavor (`FlavorQuota.gpu_memory_mb`) that key is quota-managed like a flavor:
+guarantee, borrowing and lending in MB. For a tenant without one, a job's shared tasks are
+charged ⌈their MB / one GPU's MB⌉ GPUs of the flavor instead (and the MB key is only recorded).
+Usage built from a demand or a placement carries raw share keys; `QuotaBook.normalise` turns
+them into what is charged, for one tenant.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -24,6 +33,24 @@ from gpuyard.scheduler.snapshot import Undo
 CPU = "cpu"
 MEMORY = "memory"
 Usage = dict[str, int]
+_MB, _RAW_MB, _RAW_MILLI = "/MB", "/share-MB", "/share-milli"
+
+
+def gpu_memory_key(flavor: str) -> str:
+    """The quota key of a flavor's GPU memory, in MB."""
+    return flavor + _MB
+
+
+def flavor_of_key(key: str) -> str:
+    """`A100-80GB/MB` → `A100-80GB`; a flavor key as it is."""
+    for suffix in (_MB, _RAW_MB, _RAW_MILLI):
+        if key.endswith(suffix):
+            return key[: -len(suffix)]
+    return key
+
+
+def is_gpu_memory_key(key: str) -> bool:
+    return key.endswith(_MB)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,11 +67,21 @@ class QuotaVerdict:
 
 
 def job_usage(job: JobDemand, flavor: str | None) -> Usage:
+    """What `job` would use on `flavor`, raw: shares as asked (normalise before charging)."""
     total = job.total
     usage = {CPU: total.cpu_milli, MEMORY: total.memory_mb}
     if total.gpus and flavor:
         usage[flavor] = total.gpus
+    shares = [t.gpu_share for t in job.tasks if t.gpu_share is not None]
+    if shares and flavor:
+        usage[flavor + _RAW_MB] = sum(s.memory_mb for s in shares)
+        usage[flavor + _RAW_MILLI] = sum(s.milli for s in shares)
     return usage
+
+
+def placed_share(usage: Usage, flavor: str, memory_mb: int) -> None:
+    """Add a placed shared task's `memory_mb` of `flavor` to raw `usage`."""
+    usage[flavor + _RAW_MB] = usage.get(flavor + _RAW_MB, 0) + memory_mb
 
 
 def unit(key: str, amount: int) -> str:
@@ -52,25 +89,59 @@ def unit(key: str, amount: int) -> str:
         return f"{amount / 1000:g} CPUs"
     if key == MEMORY:
         return f"{amount} MB of memory"
+    if is_gpu_memory_key(key):
+        return f"{amount} MB of {flavor_of_key(key)} GPU memory"
     return f"{amount} {key} GPUs"
 
 
 class QuotaBook:
     """Usage per tenant and resource, charged and refunded with the snapshot."""
 
-    def __init__(self, tenants: Mapping[str, Tenant], capacity: Mapping[str, int]) -> None:
+    def __init__(
+        self,
+        tenants: Mapping[str, Tenant],
+        capacity: Mapping[str, int],
+        gpu_memory: Mapping[str, int] | None = None,
+    ) -> None:
         self.enabled = bool(tenants)
         self.tenants = tenants
         self.capacity = dict(capacity)
+        self.gpu_memory = dict(gpu_memory or {})  # flavor → MB of one GPU (the smallest)
         self.used: dict[str, Usage] = {}
-        self._quotas = {
-            name: {q.flavor.upper(): q for q in t.quotas} for name, t in tenants.items()
-        }
+        self._quotas = {name: _quota_keys(t) for name, t in tenants.items()}
         self._lenders = [
             name
-            for name, t in tenants.items()
-            if any(q.lending_limit is not None for q in t.quotas)
+            for name, quotas in self._quotas.items()
+            if any(q.lending_limit is not None for q in quotas.values())
         ]
+
+    def normalise(self, tenant: str, usage: Usage) -> Usage:
+        """Raw share keys → what `tenant` is charged: MB of the flavor's GPU memory, plus
+        ⌈MB / one GPU's MB⌉ GPUs of the flavor when the tenant has no GPU-memory quota."""
+        out: Usage = {}
+        for key, amount in usage.items():
+            charged_key, charged = self._charged_as(key, amount)
+            out[charged_key] = out.get(charged_key, 0) + charged
+        for key, amount in list(out.items()):
+            flavor = flavor_of_key(key)
+            per_gpu = self.gpu_memory.get(flavor, 0)
+            if not (is_gpu_memory_key(key) and amount and per_gpu):
+                continue
+            if not self._has_memory_quota(tenant, key):
+                out[flavor] = out.get(flavor, 0) + math.ceil(amount / per_gpu)
+        return out
+
+    def _charged_as(self, key: str, amount: int) -> tuple[str, int]:
+        """A raw share key → the flavor's GPU-memory key and MB; other keys as they are."""
+        flavor = flavor_of_key(key)
+        if key.endswith(_RAW_MILLI):
+            return gpu_memory_key(flavor), amount * self.gpu_memory.get(flavor, 0) // 1000
+        if key.endswith(_RAW_MB):
+            return gpu_memory_key(flavor), amount
+        return key, amount
+
+    def _has_memory_quota(self, tenant: str, key: str) -> bool:
+        return key.upper() in self._quotas.get(tenant, {})
 
     def charge(self, tenant: str, usage: Usage) -> Undo:
         self._add(tenant, usage, +1)
@@ -96,6 +167,8 @@ class QuotaBook:
             t = self.tenants.get(tenant)
             return None if t is None else (t.cpu_milli if key == CPU else t.memory_mb)
         q = self.quota(tenant, key)
+        if is_gpu_memory_key(key):
+            return q.guaranteed if q else None  # no GPU-memory quota: charged in GPUs
         return q.guaranteed if q else 0
 
     def usage(self, tenant: str, key: str) -> int:
@@ -117,7 +190,7 @@ class QuotaBook:
     def verdict(self, tenant: str, usage: Usage, free: Callable[[str], int]) -> QuotaVerdict:
         """Would `usage` more for `tenant` be guaranteed, borrowed, or refused by quota."""
         borrowed: list[tuple[str, int]] = []
-        for key, amount in usage.items():
+        for key, amount in self.normalise(tenant, usage).items():
             guaranteed = self.guarantee(tenant, key)
             if guaranteed is None or amount == 0:
                 continue
@@ -179,3 +252,16 @@ class QuotaBook:
                 within = max(within, used / guaranteed)
         weight = weight if weight > 0 else 1e-9
         return (1, borrowed / weight) if borrowed else (0, within / weight)
+
+
+def _quota_keys(t: Tenant) -> dict[str, FlavorQuota]:
+    """A tenant's quotas by upper-cased key: each flavor, and its GPU memory when stated (as a
+    FlavorQuota in MB under `gpu_memory_key`)."""
+    out = {q.flavor.upper(): q for q in t.quotas}
+    for q in t.quotas:
+        if q.gpu_memory_mb is not None:
+            key = gpu_memory_key(q.flavor)
+            out[key.upper()] = FlavorQuota(
+                key, q.gpu_memory_mb, q.gpu_memory_borrowing_limit_mb, q.gpu_memory_lending_limit_mb
+            )
+    return out

@@ -8,6 +8,13 @@ tries, victim removal) cost no copies.
 For speed it keeps an index: for each GPU flavor (the GPU type as nodes report it) and for
 all GPUs together (`ANY`), the schedulable nodes bucketed by how many such GPUs they have
 free. Best-fit is then a walk up the buckets from the size asked, not a scan of every node.
+
+GPU sharing (docs/gpu-sharing.md): a GPU is free, exclusive (held whole by one task) or
+shared (holding only shared tasks, with its free memory in `NodeFree.shared`). Opening a
+shared GPU takes it out of `free_gpus` (and out of the buckets), so a whole-GPU task never
+lands on it; it returns to `free_gpus` when its last shared task leaves. `shared` indexes
+the shared GPUs of schedulable nodes, and free GPU memory is kept per flavor (whole free GPUs
+count with all their memory).
 """
 
 from __future__ import annotations
@@ -32,6 +39,9 @@ class NodeFree:
     flavor_of: dict[int, str] = field(default_factory=dict)  # healthy GPU index → flavor
     group_of: dict[int, int | None] = field(default_factory=dict)  # GPU → topology group
     free_by_flavor: dict[str, int] = field(default_factory=dict)
+    memory_of: dict[int, int] = field(default_factory=dict)  # GPU → its memory, MB
+    shared: dict[int, int] = field(default_factory=dict)  # shared GPU → its free memory, MB
+    shared_tasks: dict[int, int] = field(default_factory=dict)  # shared GPU → tasks on it
 
     @property
     def free(self) -> Resources:
@@ -44,6 +54,9 @@ class ClusterSnapshot:
         self.buckets: dict[str, list[dict[str, None]]] = {}
         self.capacity_by_flavor: dict[str, int] = {}
         self.free_by_flavor: dict[str, int] = {}
+        self.gpu_memory_by_flavor: dict[str, int] = {}  # capacity, MB (all healthy GPUs)
+        self.free_gpu_memory_by_flavor: dict[str, int] = {}
+        self.shared: dict[tuple[str, int], None] = {}  # (node, GPU) in shared mode
         self.capacity = Resources()
         for n in sorted(nodes, key=lambda n: n.name):
             self._add_node(n)
@@ -91,10 +104,14 @@ class ClusterSnapshot:
             if g.healthy:
                 nf.flavor_of[g.index] = g.type
                 nf.group_of[g.index] = g.topology_group
+                nf.memory_of[g.index] = g.memory_mb
                 nf.free_by_flavor[g.type] = nf.free_by_flavor.get(g.type, 0) + 1
         self.nodes[n.name] = nf
         if not n.schedulable:
             return
+        for i, flavor in nf.flavor_of.items():
+            for book in (self.gpu_memory_by_flavor, self.free_gpu_memory_by_flavor):
+                book[flavor] = book.get(flavor, 0) + nf.memory_of[i]
         self.capacity = self.capacity + Resources(n.cpu_milli, n.memory_mb, len(usable))
         for flavor, count in nf.free_by_flavor.items():
             self.capacity_by_flavor[flavor] = self.capacity_by_flavor.get(flavor, 0) + count
@@ -110,19 +127,68 @@ class ClusterSnapshot:
 
     def _charge(self, t: TaskPlacement) -> None:
         nf = self.nodes[t.node]
-        taken = [i for i in t.gpu_indices if i in nf.free_gpus]
         self._account(nf, -t.resources.cpu_milli, -t.resources.memory_mb)
+        if t.shared:
+            self._charge_shared(nf, t)
+            return
+        taken = [i for i in t.gpu_indices if i in nf.free_gpus]
         if taken:
+            for i in taken:
+                self._gpu_memory(nf, i, -nf.memory_of[i])
             self._move(nf, taken, -1)
             nf.free_gpus.difference_update(taken)
 
     def _refund(self, t: TaskPlacement) -> None:
         nf = self.nodes[t.node]
-        given = [i for i in t.gpu_indices if i in nf.flavor_of and i not in nf.free_gpus]
         self._account(nf, t.resources.cpu_milli, t.resources.memory_mb)
+        if t.shared:
+            self._refund_shared(nf, t)
+            return
+        given = [
+            i
+            for i in t.gpu_indices
+            if i in nf.flavor_of and i not in nf.free_gpus and i not in nf.shared
+        ]
         if given:
+            for i in given:
+                self._gpu_memory(nf, i, nf.memory_of[i])
             self._move(nf, given, +1)
             nf.free_gpus.update(given)
+
+    def _charge_shared(self, nf: NodeFree, t: TaskPlacement) -> None:
+        """Open the task's GPU in shared mode if it is free; then take its memory. A GPU held
+        whole (an inconsistent view) or unhealthy is left as it is."""
+        if not t.gpu_indices:
+            return
+        i = t.gpu_indices[0]
+        if i in nf.free_gpus:
+            self._move(nf, [i], -1)
+            nf.free_gpus.discard(i)
+            nf.shared[i], nf.shared_tasks[i] = nf.memory_of[i], 0
+            if nf.node.schedulable:
+                self.shared[nf.node.name, i] = None
+        if i not in nf.shared:
+            return
+        nf.shared[i] -= t.gpu_memory_mb
+        nf.shared_tasks[i] += 1
+        self._gpu_memory(nf, i, -t.gpu_memory_mb)
+
+    def _refund_shared(self, nf: NodeFree, t: TaskPlacement) -> None:
+        i = t.gpu_indices[0] if t.gpu_indices else None
+        if i not in nf.shared:
+            return
+        nf.shared[i] += t.gpu_memory_mb
+        nf.shared_tasks[i] -= 1
+        self._gpu_memory(nf, i, t.gpu_memory_mb)
+        if nf.shared_tasks[i] <= 0:  # the last one left: the GPU is free again
+            del nf.shared[i], nf.shared_tasks[i]
+            self.shared.pop((nf.node.name, i), None)
+            self._move(nf, [i], +1)
+            nf.free_gpus.add(i)
+
+    def _gpu_memory(self, nf: NodeFree, gpu: int, delta_mb: int) -> None:
+        if nf.node.schedulable:
+            self.free_gpu_memory_by_flavor[nf.flavor_of[gpu]] += delta_mb
 
     def _account(self, nf: NodeFree, cpu_milli: int, memory_mb: int) -> None:
         nf.cpu_milli += cpu_milli

@@ -16,7 +16,16 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from gpuyard.model import Node, RunningJob, TaskPlacement, Tenant
-from gpuyard.scheduler.quota import CPU, MEMORY, QuotaBook, Usage
+from gpuyard.scheduler.quota import (
+    CPU,
+    MEMORY,
+    QuotaBook,
+    Usage,
+    flavor_of_key,
+    gpu_memory_key,
+    is_gpu_memory_key,
+    placed_share,
+)
 from gpuyard.scheduler.snapshot import ClusterSnapshot, Undo
 
 
@@ -67,7 +76,9 @@ class ClusterState:
                 self.charge(r.job_id, r.tenant, r.placements)
 
     def _release(self, job_id: str) -> None:
-        self.released.update(self.charged[job_id].usage)
+        usage = self.charged[job_id].usage
+        self.released.update(usage)
+        self.released.update(flavor_of_key(k) for k in usage)  # a shared GPU may be free now
         self._drop(job_id)
 
     def _rebuild(self, nodes: tuple[Node, ...], tenants: dict[str, Tenant]) -> None:
@@ -76,10 +87,17 @@ class ClusterState:
         capacity = dict(self.snapshot.capacity_by_flavor)
         capacity[CPU] = self.snapshot.capacity.cpu_milli
         capacity[MEMORY] = self.snapshot.capacity.memory_mb
-        self.book = QuotaBook(tenants, capacity)
+        for flavor, mb in self.snapshot.gpu_memory_by_flavor.items():
+            capacity[gpu_memory_key(flavor)] = mb
+        per_gpu: dict[str, int] = {}
+        for n in nodes:
+            for g in n.gpus:
+                per_gpu[g.type] = min(per_gpu.get(g.type, g.memory_mb), g.memory_mb)
+        self.book = QuotaBook(tenants, capacity, per_gpu)
         self.charged = {}
 
     def usage_of(self, placements: tuple[TaskPlacement, ...]) -> Usage:
+        """Raw usage (shared tasks as placed MB): `book.normalise` it before charging."""
         usage: Usage = {CPU: 0, MEMORY: 0}
         for t in placements:
             usage[CPU] += t.resources.cpu_milli
@@ -87,13 +105,15 @@ class ClusterState:
             nf = self.snapshot.nodes.get(t.node)
             for i in t.gpu_indices:
                 flavor = nf.flavor_of.get(i) if nf else None
-                if flavor is not None:
+                if flavor is not None and t.shared:
+                    placed_share(usage, flavor, t.gpu_memory_mb)
+                elif flavor is not None:
                     usage[flavor] = usage.get(flavor, 0) + 1
         return usage
 
     def charge(self, job_id: str, tenant: str, placements: tuple[TaskPlacement, ...]) -> Undo:
         known = tuple(t for t in placements if t.node in self.snapshot.nodes)
-        c = Charged(tenant, placements, known, self.usage_of(known))
+        c = Charged(tenant, placements, known, self.book.normalise(tenant, self.usage_of(known)))
         self.snapshot.assume_tasks(known)
         self.book.charge(tenant, c.usage)
         self.charged[job_id] = c
@@ -119,6 +139,8 @@ class ClusterState:
             return self.snapshot.free_cpu_milli
         if key == MEMORY:
             return self.snapshot.free_memory_mb
+        if is_gpu_memory_key(key):
+            return self.snapshot.free_gpu_memory_by_flavor.get(flavor_of_key(key), 0)
         return self.snapshot.free_by_flavor.get(key, 0)
 
 

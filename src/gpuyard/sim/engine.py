@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from gpuyard.model import JobPlacement, ManualClock, QueuePolicy, RunningJob
 from gpuyard.scheduler import Admission, ClusterView, Preemption, Scheduler, SchedulerConfig
+from gpuyard.scheduler.view import QueueChanges
 from gpuyard.sim.cluster import build_nodes, build_tenants, demand
 from gpuyard.sim.traces import Trace, TraceJob
 
@@ -92,6 +93,7 @@ class Simulator:
             for i, j in enumerate(trace.jobs)
         }
         self.queued: dict = {}  # job id → JobDemand of its current attempt
+        self.touched: dict[str, None] = {}  # jobs that joined or left the queue since a view
         self.running: dict[str, RunningJob] = {}
         self.events: list[tuple[float, int, int, str, int]] = []
         self._n = 0
@@ -134,6 +136,7 @@ class Simulator:
             self._finish(job, t) if kind == END else self._stopped(job, t)
 
     def _enqueue(self, job: SimJob, t: float) -> None:
+        self.touched[job.trace.job_id] = None
         self.queued[job.trace.job_id] = demand(
             job.trace, job.seq, self.trace.gpus_per_node, t, job.attained_gpu_s, job.remaining_s
         )
@@ -175,9 +178,11 @@ class Simulator:
         view = ClusterView(
             nodes=self.nodes,
             tenants=self.tenants,
-            running=list(self.running.values()),
-            queued=list(self.queued.values()),
+            running=tuple(self.running.values()),
+            queued=tuple(self.queued.values()),
             now=now,
+            number=self.cycles + 1,
+            changes=self._changes(),
         )
         began = time.perf_counter()
         result = self.scheduler.cycle(view)
@@ -189,6 +194,13 @@ class Simulator:
             self._start(placement, admission, now)
         return bool(result.admit or result.preempt)
 
+    def _changes(self) -> QueueChanges:
+        """What joined or left the queue since the last cycle's view (docs/sim.md)."""
+        touched, queued = self.touched, self.queued
+        joined = tuple(queued[j] for j in touched if j in queued)
+        self.touched = {}
+        return QueueChanges(self.cycles, frozenset(touched), joined)
+
     def _preempt(self, p: Preemption, now: float) -> None:
         r = self.running.get(p.job_id)
         if r is None or r.terminating:
@@ -199,6 +211,7 @@ class Simulator:
     def _start(self, placement: JobPlacement, admission: Admission, now: float) -> None:
         job = self.jobs[placement.job_id]
         del self.queued[placement.job_id]
+        self.touched[placement.job_id] = None
         remaining = job.remaining_s
         r = RunningJob(
             job.trace.job_id,

@@ -82,6 +82,47 @@ def read_cpu(errs: Errors, path: str, value: object) -> float | None:
     return round(number, 3)
 
 
+def read_gpu_number(errs: Errors, path: str, value: object) -> int | float | None:
+    """Whole GPUs (0–64, an int), or a fraction of ONE shared GPU's memory in (0, 1), rounded
+    to thousandths (a float). 1.0 is one whole GPU; 1.5 is refused."""
+    lo, hi = limits.GPU_NUMBER
+    number = as_number(value)
+    if number is None or number < lo:
+        errs.add(path, f"must be a whole number ≥ 0, or a fraction of one GPU like 0.5{got(value)}")
+        return None
+    if number.is_integer():
+        if number > hi:
+            errs.add(path, f"must be at most {hi}{got(value)}")
+            return None
+        return int(number)
+    if number > 1:
+        errs.add(
+            path,
+            "must be a whole number of GPUs, or a fraction of one shared GPU between 0 and 1"
+            f" (like 0.5); a task cannot take part of several GPUs{got(value)}",
+        )
+        return None
+    step = limits.GPU_FRACTION_STEP
+    if number < step:
+        errs.add(path, f"must be at least {step} (a thousandth of a GPU){got(value)}")
+        return None
+    return round(number, 3)
+
+
+def read_gpu_memory(errs: Errors, path: str, value: object) -> int | None:
+    """MB of one shared GPU's memory: 20000, '20G', '512M'."""
+    lo, hi = limits.GPU_MEMORY_MB
+    number = as_megabytes(value)
+    if number is None or number < lo:
+        expected = f"a whole number of MB ≥ {lo} of one GPU's memory, or a size like 20G"
+        errs.add(path, f"must be {expected}{got(value)}")
+        return None
+    if number > hi:
+        errs.add(path, f"must be at most {hi} MB{got(value)}")
+        return None
+    return number
+
+
 def as_megabytes(value: object) -> int | None:
     """MB from 4096, '4096', '512M', '4G', '4Gi', '1.5GB' (binary units: 1G = 1024 MB)."""
     number = as_whole(value)
@@ -211,6 +252,8 @@ def _env_key_problem(key: object) -> str | None:
         return "is reserved: names starting with GPUYARD_ or PAI_ are set by the platform"
     if key.upper() in limits.ENV_RESERVED_NAMES:
         return "is reserved: the platform sets it to the task's own GPUs"
+    if key.upper() in limits.ENV_DISTRIBUTED_NAMES:
+        return "is reserved: the platform sets it for each task of the job (rank, world, master)"
     return None
 
 

@@ -14,6 +14,14 @@ ROLE_RULE = "1 to 32 letters, digits or '_', starting with a letter"
 ENV_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ENV_RESERVED_PREFIXES = ("GPUYARD_", "PAI_")
 ENV_RESERVED_NAMES = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+ENV_DISTRIBUTED_NAMES = (  # set for every task of a job (docs/nodes.md)
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "WORLD_SIZE",
+    "RANK",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+)
 GPU_TYPE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 GPU_TYPE_RULE = "1 to 64 letters, digits, '_', '.' or '-', like A100 or A100-80GB"
 
@@ -31,6 +39,9 @@ TASK_NUMBER = (1, 1000)
 CPU_NUMBER = (0.001, 1024.0)
 MEMORY_MB = (16, 4 * 1024 * 1024)
 GPU_NUMBER = (0, 64)
+GPU_FRACTION_STEP = 0.001  # a fractional gpuNumber is rounded to thousandths
+GPU_MEMORY_MB = (16, 1024 * 1024)  # gpuMemoryMB: a share of one GPU, at most 1 TiB
+GPU_COMPUTE_PERCENT = (1, 100)  # gpuComputePercent: MPS active thread percentage
 MAX_RUNTIME_S = (1, 30 * 24 * 3600)
 MAX_ROLES = 32
 MAX_TASKS = 1000  # all roles together

@@ -15,23 +15,60 @@ from gpuyard.spec import limits
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskRoleSpec:
-    """One task role: `task_number` identical tasks, each asking for these resources."""
+    """One task role: `task_number` identical tasks, each asking for these resources.
+
+    GPUs: `gpu_number` whole GPUs (an int), or a share of one GPU in shared mode — a fraction
+    of its memory (`gpu_number` a float in (0, 1)) or `gpu_memory_mb` — with an optional MPS
+    compute share `gpu_compute_percent` (docs/gpu-sharing.md).
+    """
 
     command: str
     task_number: int = limits.DEFAULT_TASK_NUMBER
     cpu_number: float = limits.DEFAULT_CPU_NUMBER
     memory_mb: int = limits.DEFAULT_MEMORY_MB
-    gpu_number: int = limits.DEFAULT_GPU_NUMBER
+    gpu_number: int | float = limits.DEFAULT_GPU_NUMBER
     gpu_type: str | None = None
+    gpu_memory_mb: int | None = None
+    gpu_compute_percent: int | None = None
+    ports: tuple[tuple[str, int], ...] = ()  # (label, count) per task, sorted by label
+    min_failed: int = 1  # failed tasks of the role that fail the job; -1: none does
+    min_succeeded: int = -1  # succeeded tasks of the role that succeed the job; -1: all end
+
+    @property
+    def gpu_fraction(self) -> float | None:
+        """The fraction of one shared GPU asked by `gpuNumber: 0.5`; None otherwise."""
+        return self.gpu_number if isinstance(self.gpu_number, float) else None
+
+    @property
+    def shares_gpu(self) -> bool:
+        return self.gpu_memory_mb is not None or self.gpu_fraction is not None
+
+    @property
+    def whole_gpus(self) -> int:
+        return 0 if self.shares_gpu else int(self.gpu_number)
+
+    def _distributed_document(self) -> dict[str, Any]:
+        """ports and the completion policy, where they differ from the defaults."""
+        out: dict[str, Any] = {}
+        if self.ports:
+            out["ports"] = dict(self.ports)
+        if self.min_failed != 1:
+            out["minFailedTasks"] = self.min_failed
+        if self.min_succeeded != -1:
+            out["minSucceededTasks"] = self.min_succeeded
+        return out
 
     def to_document(self) -> dict[str, Any]:
         cpu = self.cpu_number
+        share = {"gpuMemoryMB": self.gpu_memory_mb, "gpuComputePercent": self.gpu_compute_percent}
         return {
             "taskNumber": self.task_number,
             "cpuNumber": int(cpu) if float(cpu).is_integer() else cpu,
             "memoryMB": self.memory_mb,
             "gpuNumber": self.gpu_number,
             "gpuType": self.gpu_type,
+            **{key: value for key, value in share.items() if value is not None},
+            **self._distributed_document(),
             "command": self.command,
         }
 
@@ -67,8 +104,8 @@ class JobSpec:
 
     @property
     def total_gpus(self) -> int:
-        """Whole GPUs asked by all tasks together."""
-        return sum(r.task_number * r.gpu_number for r in self.task_roles.values())
+        """Whole GPUs asked by all tasks together (shared-GPU tasks count 0)."""
+        return sum(r.task_number * r.whole_gpus for r in self.task_roles.values())
 
     def to_document(self) -> dict[str, Any]:
         """Our format, every field present; `parse_job_spec(doc) == self`."""

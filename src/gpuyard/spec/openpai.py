@@ -3,8 +3,10 @@
 The OpenPAI document is translated into a document in our format, remembering which
 OpenPAI field each of ours came from; validation errors are then reported under the
 OpenPAI paths (`taskRoles.train.resourcePerInstance.gpu`, not `...gpuNumber`).
-Fields that have no meaning here (completion, taskRetryCount, extraContainerOptions,
-data/script/output prerequisites, deployments, extras, ports) are accepted and ignored.
+A role's `completion.minFailedInstances / minSucceededInstances` become our
+`minFailedTasks / minSucceededTasks` (null: -1), its `resourcePerInstance.ports` our `ports`.
+Fields that have no meaning here (taskRetryCount, extraContainerOptions, data/script/output
+prerequisites, deployments, extras) are accepted and ignored.
 """
 
 from __future__ import annotations
@@ -45,7 +47,12 @@ ROLE_KEYS = (
     "resourcePerInstance",
     "commands",
 )
-RESOURCE_KEYS = {"cpu": "cpuNumber", "memoryMB": "memoryMB", "gpu": "gpuNumber", "ports": None}
+RESOURCE_KEYS = {"cpu": "cpuNumber", "memoryMB": "memoryMB", "gpu": "gpuNumber", "ports": "ports"}
+COMPLETION_KEYS = {
+    "minFailedInstances": "minFailedTasks",
+    "minSucceededInstances": "minSucceededTasks",
+}
+NEVER = -1  # OpenPAI's null or -1: no count triggers
 DEFAULTS_KEYS = ("virtualCluster", "deployment")
 PREREQUISITE_TYPES = ("dockerimage", "data", "script", "output")
 
@@ -194,11 +201,29 @@ def _resources(errs: Errors, ctx: _Context, path: str, value: object) -> dict[st
     return out
 
 
+def _completion(errs: Errors, ctx: _Context, path: str, value: object) -> dict[str, Any]:
+    where = join(path, "completion")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        what = "a mapping with minFailedInstances and minSucceededInstances"
+        errs.add(where, f"must be {what}{got(value)}")
+        return {}
+    _check_keys(errs, value, where, tuple(COMPLETION_KEYS))
+    out: dict[str, Any] = {}
+    for key, ours in COMPLETION_KEYS.items():
+        if key in value:
+            out[ours] = NEVER if value[key] is None else value[key]
+            ctx.paths[join(path, ours)] = join(where, key)
+    return out
+
+
 def _translate_role(errs: Errors, ctx: _Context, path: str, role: object) -> object:
     if not isinstance(role, dict):
         return role  # our validation says that a role must be a mapping
     _check_keys(errs, role, path, ROLE_KEYS)
     out = _resources(errs, ctx, path, role.get("resourcePerInstance"))
+    out.update(_completion(errs, ctx, path, role.get("completion")))
     if "instances" in role:
         out["taskNumber"] = role["instances"]
     out["command"] = _commands(errs, ctx, path, role)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuyard.spec import limits
+from gpuyard.spec.distributed import NEVER, check_min_tasks, read_min_tasks, read_ports
 from gpuyard.spec.errors import Errors, got, join, unknown_field
 from gpuyard.spec.fields import (
     Reader,
@@ -18,6 +19,8 @@ from gpuyard.spec.fields import (
     read_cpu,
     read_duration,
     read_env,
+    read_gpu_memory,
+    read_gpu_number,
     read_host_path,
     read_image,
     read_memory,
@@ -42,8 +45,18 @@ ROLE_TABLE: tuple[Row, ...] = (
     ("taskNumber", "task_number", whole(*limits.TASK_NUMBER), limits.DEFAULT_TASK_NUMBER),
     ("cpuNumber", "cpu_number", read_cpu, limits.DEFAULT_CPU_NUMBER),
     ("memoryMB", "memory_mb", read_memory, limits.DEFAULT_MEMORY_MB),
-    ("gpuNumber", "gpu_number", whole(*limits.GPU_NUMBER), limits.DEFAULT_GPU_NUMBER),
+    ("gpuNumber", "gpu_number", read_gpu_number, limits.DEFAULT_GPU_NUMBER),
     ("gpuType", "gpu_type", pattern(limits.GPU_TYPE_RE, limits.GPU_TYPE_RULE), None),
+    ("gpuMemoryMB", "gpu_memory_mb", read_gpu_memory, None),
+    (
+        "gpuComputePercent",
+        "gpu_compute_percent",
+        whole(*limits.GPU_COMPUTE_PERCENT, "a whole number from 1 to 100 (percent)"),
+        None,
+    ),
+    ("ports", "ports", read_ports, ()),
+    ("minFailedTasks", "min_failed", read_min_tasks, 1),
+    ("minSucceededTasks", "min_succeeded", read_min_tasks, NEVER),
     ("command", "command", read_command, Required("the shell command each task runs")),
 )
 
@@ -55,12 +68,15 @@ _OPENPAI_WORDS = {
     "dockerImage": "image",
     "commands": "command",
     "prerequisites": "image",
+    "completion": "minFailedTasks and minSucceededTasks",
 }
 
 
 # words people write for our fields
 _SYNONYMS = {
     "gpu": "gpuNumber",
+    "gpuMemory": "gpuMemoryMB",
+    "gpuMem": "gpuMemoryMB",
     "gpus": "gpuNumber",
     "cpu": "cpuNumber",
     "cpus": "cpuNumber",
@@ -72,6 +88,8 @@ _SYNONYMS = {
     "cmd": "command",
     "timeout": "maxRuntime",
     "retries": "retryCount",
+    "minFailedInstances": "minFailedTasks",
+    "minSucceededInstances": "minSucceededTasks",
     "queue": "tenant",
     "virtualCluster": "tenant",
 }
@@ -115,7 +133,30 @@ def read_role(errs: Errors, path: str, value: object) -> TaskRoleSpec | None:
         return None
     before = len(errs.items)
     fields = read_fields(errs, value, path, ROLE_TABLE)
+    if len(errs.items) == before:
+        _check_gpu_share(errs, path, fields)
+        check_min_tasks(errs, path, fields)
     return TaskRoleSpec(**fields) if len(errs.items) == before else None
+
+
+def _check_gpu_share(errs: Errors, path: str, fields: dict[str, Any]) -> None:
+    """A task takes whole GPUs or a share of one GPU, never both; a compute share needs a
+    memory share."""
+    gpus, memory = fields["gpu_number"], fields["gpu_memory_mb"]
+    if memory is not None and gpus:
+        what = "a fraction of one GPU" if isinstance(gpus, float) else f"{gpus} whole GPU(s)"
+        errs.add(
+            join(path, "gpuMemoryMB"),
+            f"cannot be combined with gpuNumber: {gpus} ({what}); a task takes whole GPUs or a "
+            "share of one GPU: give gpuMemoryMB alone, or gpuNumber alone",
+        )
+    shared = memory is not None or isinstance(gpus, float)
+    if fields["gpu_compute_percent"] is not None and not shared:
+        errs.add(
+            join(path, "gpuComputePercent"),
+            "only applies to a shared GPU: also give gpuMemoryMB, or a fractional gpuNumber "
+            "like 0.5 (a task on whole GPUs has all of their compute)",
+        )
 
 
 def read_roles(errs: Errors, path: str, value: object) -> dict[str, TaskRoleSpec] | None:

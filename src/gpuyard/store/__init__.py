@@ -11,7 +11,14 @@ from sqlalchemy import Engine
 from gpuyard.model import Clock, SystemClock
 from gpuyard.store.db import make_engine, migrate, session_factory, sqlite_url
 from gpuyard.store.jobs import JobAlreadyEnded, JobNotFound, JobRepo, NewJob, NewTask, task_key
-from gpuyard.store.nodes import NodeRepo
+from gpuyard.store.nodes import (
+    NodeNotFound,
+    NodeRecord,
+    NodeRepo,
+    PortRequest,
+    PortsExhausted,
+    TaskPorts,
+)
 from gpuyard.store.records import EventRecord, JobRecord, Pending, TaskRecord
 from gpuyard.store.tenants import (
     TenantExists,
@@ -99,7 +106,12 @@ __all__ = [
     "NewJob",
     "Pending",
     "NewTask",
+    "NodeNotFound",
+    "NodeRecord",
     "NodeRepo",
+    "PortRequest",
+    "PortsExhausted",
+    "TaskPorts",
     "Store",
     "TaskRecord",
     "open_store",

@@ -52,6 +52,7 @@ class NewTask:
     gpus: tuple[int, ...]
     cpu_milli: int
     memory_mb: int
+    gpu_memory_mb: int = 0  # > 0: a shared-GPU task holding this much of gpus[0]
 
 
 # An estimated start that moved by less than this is not rewritten (it moves every cycle
@@ -240,6 +241,7 @@ class JobRepo:
                     state=TaskState.STARTING,
                     node=t.node,
                     gpus=json.dumps(list(t.gpus)),
+                    gpu_memory_mb=t.gpu_memory_mb,
                     cpu_milli=t.cpu_milli,
                     memory_mb=t.memory_mb,
                     stop_sent=False,
@@ -364,5 +366,7 @@ def _where(tasks: Sequence[NewTask]) -> str:
     parts = []
     for t in tasks:
         gpus = f" GPUs {','.join(map(str, t.gpus))}" if t.gpus else ""
+        if t.gpu_memory_mb:
+            gpus = f" GPU {t.gpus[0]} (shared, {t.gpu_memory_mb} MB)"
         parts.append(f"{t.role}/{t.index} → {t.node}{gpus}")
     return "; ".join(parts)

@@ -118,6 +118,7 @@ class TaskRecord:
     started_at: float | None
     finished_at: float | None
     stop_sent: bool
+    gpu_memory_mb: int = 0  # > 0: a shared-GPU task holding this much of gpus[0]
 
     @property
     def name(self) -> str:
@@ -143,6 +144,7 @@ class TaskRecord:
             r.started_at,
             r.finished_at,
             r.stop_sent,
+            r.gpu_memory_mb or 0,
         )
 
 

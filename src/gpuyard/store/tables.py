@@ -56,6 +56,7 @@ class TaskRow(Base):
     state: Mapped[str] = mapped_column(String(16))
     node: Mapped[str] = mapped_column(String(128))
     gpus: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of GPU indices
+    gpu_memory_mb: Mapped[int] = mapped_column(Integer, default=0)  # > 0: shared, on gpus[0]
     cpu_milli: Mapped[int] = mapped_column(Integer)
     memory_mb: Mapped[int] = mapped_column(Integer)
     exit_code: Mapped[int | None] = mapped_column(Integer)
@@ -90,6 +91,24 @@ class NodeRow(Base):
     schedulable: Mapped[bool] = mapped_column(Boolean, default=True)
     engine: Mapped[str] = mapped_column(String(32), default="local")
     last_seen: Mapped[float] = mapped_column(Float)
+    address: Mapped[str | None] = mapped_column(String(64))  # where other nodes reach it
+    # set by an admin: None | cordoned | draining (draining: preempted after drain_deadline)
+    cordon: Mapped[str | None] = mapped_column(String(16))
+    cordon_reason: Mapped[str | None] = mapped_column(Text)
+    cordon_by: Mapped[str | None] = mapped_column(String(64))
+    cordon_at: Mapped[float | None] = mapped_column(Float)
+    drain_deadline: Mapped[float | None] = mapped_column(Float)
+
+
+class TaskPortRow(Base):
+    """A port reserved for a task on its node; freed once the task has ended."""
+
+    __tablename__ = "task_ports"
+
+    node: Mapped[str] = mapped_column(String(128), primary_key=True)
+    port: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    label: Mapped[str] = mapped_column(String(32))
 
 
 class TenantRow(Base):

@@ -26,7 +26,15 @@ from gpuyard.api.schemas.jobs import (
     spec_gpus,
     task_out,
 )
-from gpuyard.api.schemas.nodes import Allocated, GpuOut, NodeList, NodeOut
+from gpuyard.api.schemas.nodes import (
+    Allocated,
+    CordonIn,
+    CordonOut,
+    GpuOut,
+    GpuUser,
+    NodeList,
+    NodeOut,
+)
 from gpuyard.api.schemas.queue import (
     FlavorCapacity,
     FlavorShare,
@@ -39,6 +47,8 @@ __all__ = [
     "Allocated",
     "Borrowed",
     "Cancelled",
+    "CordonIn",
+    "CordonOut",
     "ErrorOut",
     "EventList",
     "EventOut",
@@ -47,6 +57,7 @@ __all__ = [
     "FlavorShare",
     "GpuOut",
     "GpuRef",
+    "GpuUser",
     "JobDetail",
     "JobList",
     "JobSummary",

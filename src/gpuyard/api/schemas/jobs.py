@@ -37,6 +37,7 @@ class TaskOut(Out):
     state: str
     node: str
     gpus: list[GpuRef]
+    gpu_memory_mb: int = 0  # > 0: a shared-GPU task holding this much of its one GPU
     exit_code: int | None
     reason: str | None
     message: str | None
@@ -113,9 +114,13 @@ def spec_gpus(spec: dict[str, Any]) -> int:
 
 
 def borrowed_gpus(j: JobRecord) -> list[Borrowed]:
-    """What the job borrows, GPU flavors only (CPU and memory borrowing only shows in
-    `opportunistic`)."""
-    return [Borrowed(flavor=f, gpus=n) for f, n in j.borrowed if n > 0 and f not in NOT_GPUS]
+    """What the job borrows, GPU flavors only (CPU, memory and GPU-memory borrowing, keyed
+    `<flavor>/MB`, only show in `opportunistic`)."""
+    return [
+        Borrowed(flavor=f, gpus=n)
+        for f, n in j.borrowed
+        if n > 0 and f not in NOT_GPUS and "/" not in f
+    ]
 
 
 def job_summary(j: JobRecord) -> dict[str, Any]:
@@ -155,6 +160,7 @@ def task_out(t: TaskRecord, node: Node | None) -> TaskOut:
         state=str(t.state),
         node=t.node,
         gpus=gpus,
+        gpu_memory_mb=t.gpu_memory_mb,
         exit_code=t.exit_code,
         reason=t.reason,
         message=t.message,

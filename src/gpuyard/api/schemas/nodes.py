@@ -1,8 +1,18 @@
-"""Node response bodies."""
+"""Node request and response bodies."""
 
 from __future__ import annotations
 
-from gpuyard.api.schemas.common import Out
+from pydantic import BaseModel, ConfigDict
+
+from gpuyard.api.schemas.common import Out, camel
+
+
+class GpuUser(Out):
+    """A task on a GPU (`job`/`tenant` null when the caller may not see that job)."""
+
+    job: str | None
+    tenant: str | None
+    task: str | None  # role/index
 
 
 class GpuOut(Out):
@@ -12,8 +22,12 @@ class GpuOut(Out):
     memory_mb: int
     fake: bool
     healthy: bool
+    health_cause: str | None = None  # why NVML says it is unhealthy (XID 79, ECC, lost)
+    state: str  # free | used | unhealthy | cordoned (free, on a cordoned or draining node)
     busy: bool  # held by a task (`job` is null when the caller may not see that job)
     job: str | None
+    tenant: str | None = None
+    users: list[GpuUser] = []  # every task on it (several on a shared GPU)
     utilization_pct: float | None = None  # from NVML; None for fake GPUs or without readings
 
 
@@ -23,14 +37,35 @@ class Allocated(Out):
     gpus: int
 
 
+class CordonOut(Out):
+    state: str  # cordoned | draining
+    reason: str | None
+    by: str | None
+    at: str | None  # ISO time
+    deadline: str | None  # draining: when its running jobs are preempted (null: never)
+
+
 class NodeOut(Out):
     name: str
+    address: str
+    state: str  # ready | cordoned | draining
     cpu: float
     memory_mb: int
-    schedulable: bool
+    schedulable: bool  # new work may land here (the engine says so and it is not cordoned)
+    cordon: CordonOut | None = None
     allocated: Allocated
     gpus: list[GpuOut]
 
 
 class NodeList(Out):
     nodes: list[NodeOut]
+
+
+class CordonIn(BaseModel):
+    """Body of cordon / drain (both optional): why, and for a drain, by when (`2h`, `30m`,
+    seconds; absent: running jobs may finish however long they take)."""
+
+    model_config = ConfigDict(alias_generator=camel, populate_by_name=True, extra="forbid")
+
+    reason: str | None = None
+    deadline: str | int | None = None

@@ -1,0 +1,260 @@
+"""Task start latency: scheduled → running for a task with an image (overlay root + crun).
+
+Builds a small image from busybox-static (no network) in a temporary state root, imports it
+into the node's image store, then N times, interleaved:
+  1. ours: `ContainerRuntime.start(launch)` of a task on that image, the real node path
+     (image resolve, overlay mount, OCI config, supervisor, `crun create` + `crun start`);
+  2. bare: `crun run` of the same OCI config on the same unpacked rootfs (read-only lower dir,
+     no overlay, no supervisor), one synchronous process;
+  3. podman (when installed): `podman run --rm --network none` of the same image.
+
+"Scheduled" is the moment the runtime is asked (just before `start()` / spawning crun or
+podman). "Running" is the moment the task's first instruction runs inside its container: the
+command is `echo $EPOCHREALTIME > /output/ready`, so the container's own shell reads the clock
+(CLOCK_REALTIME, shared with the host: no time namespace) as its first act and we read the
+value back afterwards. Polling and waiting in the bench do not enter the numbers. For ours the
+runtime's own report (`started`, written by the supervisor after `crun start`) and the time
+`start()` took to return are printed too.
+
+With `--exec-too`, ours is also run with a freshly exec'd Python supervisor per task (no
+zygote: the path before the zygote, and the fallback), in the same interleaved loop.
+
+Usage: .venv/bin/python bench/task_start.py [--runs 100] [--runtime crun|runc] [--no-podman]
+       [--exec-too]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from gpuyard.runtime.executor import ContainerRuntime
+from gpuyard.runtime.oci import build_config
+from gpuyard.runtime.rootfs import Rootfs, tmpfs
+from gpuyard.runtime.types import TaskLaunch, TaskPhase
+
+BUSYBOX = Path("/bin/busybox")
+IMAGE = "bench-busybox:1"
+COMMAND = "echo $EPOCHREALTIME > /output/ready"
+WARMUP = 3
+WAIT_S = 30.0
+PODMAN_CONF = (
+    '[containers]\ndefault_ulimits = ["nofile={nofile}:{nofile}", "nproc={nproc}:{nproc}"]\n'
+    'netns = "none"\nlog_driver = "k8s-file"\n[engine]\nevents_logger = "none"\n'
+    'cgroup_manager = "cgroupfs"\n'
+)
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
+
+
+def hard_limit(which: int, cap: int = 65536) -> int:
+    """`cap`, or this process's hard limit if lower (podman's defaults exceed it here)."""
+    hard = resource.getrlimit(which)[1]
+    return cap if hard == resource.RLIM_INFINITY else min(cap, hard)
+
+
+def build_rootfs_tar(base: Path) -> Path:
+    root = base / "rootfs"
+    (root / "bin").mkdir(parents=True)
+    (root / "etc").mkdir()
+    shutil.copy(BUSYBOX, root / "bin" / "busybox")
+    for applet in ("sh", "echo", "cat", "true", "sleep"):
+        (root / "bin" / applet).symlink_to("busybox")
+    (root / "etc" / "passwd").write_text("root:x:0:0::/root:/bin/sh\n")
+    tar_path = base / "rootfs.tar"
+    with tarfile.open(tar_path, "w") as tar:
+        tar.add(root, arcname=".")
+    return tar_path
+
+
+def read_marker(output: Path) -> float:
+    marker = output / "ready"
+    value = float(marker.read_text().strip())
+    marker.unlink()
+    return value
+
+
+def launch(key: str, output: Path, image: str | None = IMAGE) -> TaskLaunch:
+    return TaskLaunch(
+        key=key, job_id="bench", job_name="bench", role="main", index=0, attempt=1,
+        command=COMMAND, cpu=1.0, memory_mb=256, output_dir=str(output), image=image,
+    )
+
+
+class Ours:
+    """Tasks through the node's ContainerRuntime; waits on its start/exit hints."""
+
+    def __init__(self, rt: ContainerRuntime, output: Path) -> None:
+        self.rt, self.output = rt, output
+        self.changed = threading.Event()
+        rt.watch(self.changed.set)
+        self.returned: list[float] = []
+        self.reported: list[float] = []
+
+    def wait_exit(self, key: str) -> None:
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            st = self.rt.status(key)
+            if st.phase == TaskPhase.EXITED:
+                if st.exit is None or st.exit.exit_code != 0:
+                    raise RuntimeError(f"task {key} failed: {st.exit}")
+                return
+            self.changed.wait(0.05)
+            self.changed.clear()
+        raise RuntimeError(f"task {key} did not end within {WAIT_S:g}s")
+
+    def run(self, i: int) -> float:
+        key = f"bench-{os.getpid()}-{i}"
+        t0 = time.time()
+        self.rt.start(launch(key, self.output))
+        t_returned = time.time()
+        self.wait_exit(key)
+        started_at = self.rt.status(key).started_at or float("nan")
+        self.rt.remove(key)
+        ran = read_marker(self.output)
+        self.returned.append(t_returned - t0)
+        self.reported.append(started_at - t0)
+        return ran - t0
+
+
+class Bare:
+    """`crun run` of the same config on the unpacked lower dir (read-only, no overlay)."""
+
+    def __init__(self, rt: ContainerRuntime, base: Path, output: Path) -> None:
+        image = rt.images.resolve(IMAGE)
+        self.rootfs = Rootfs(image.lower, readonly=True, mounts=(tmpfs("/tmp", "mode=1777"),),
+                             image=image.config)
+        self.rt, self.base, self.output = rt.rt, base, output
+
+    def run(self, i: int) -> float:
+        key = f"bare-{os.getpid()}-{i}"
+        bundle = self.base / key
+        (bundle / "work").mkdir(parents=True)
+        config = build_config(launch(key, self.output), self.rootfs, bundle / "work")
+        (bundle / "config.json").write_text(json.dumps(config))
+        t0 = time.time()
+        done = subprocess.run(self.rt.command("run", "--bundle", str(bundle), key),
+                              stdin=subprocess.DEVNULL, capture_output=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"bare {self.rt.name} run failed: {done.stderr.decode()[-500:]}")
+        shutil.rmtree(bundle)
+        return read_marker(self.output) - t0
+
+
+class Podman:
+    """`podman run --rm --network none` of the same image, in a private podman store."""
+
+    def __init__(self, podman: str, base: Path, rootfs_tar: Path, output: Path) -> None:
+        base.mkdir()
+        conf = base / "containers.conf"
+        conf.write_text(PODMAN_CONF.format(nofile=hard_limit(resource.RLIMIT_NOFILE),
+                                           nproc=hard_limit(resource.RLIMIT_NPROC, 4096)))
+        self.env = {**os.environ, "CONTAINERS_CONF": str(conf)}
+        self.cmd = [podman, "--root", str(base / "storage"), "--runroot", str(base / "run"),
+                    "--storage-driver", "overlay"]
+        self.output = output
+        subprocess.run([*self.cmd, "import", "--quiet", str(rootfs_tar), f"localhost/{IMAGE}"],
+                       env=self.env, capture_output=True, check=True)
+
+    def run(self, i: int) -> float:
+        t0 = time.time()
+        done = subprocess.run(
+            [*self.cmd, "run", "--rm", "--network", "none", "-v", f"{self.output}:/output",
+             f"localhost/{IMAGE}", "/bin/sh", "-c", COMMAND],
+            env=self.env, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"podman run failed: {done.stderr.decode()[-800:]}")
+        return read_marker(self.output) - t0
+
+    def close(self) -> None:
+        subprocess.run([*self.cmd, "system", "reset", "--force"], env=self.env,
+                       capture_output=True, check=False)
+
+
+def row(name: str, xs: list[float], base: float | None) -> str:
+    p50, p95 = pct(xs, 50), pct(xs, 95)
+    ratio = f"{p50 / base:5.2f}x" if base else "     "
+    return f"{name:<44} {p50 * 1000:8.1f} ms {p95 * 1000:8.1f} ms   {ratio}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--runtime", default="crun")
+    ap.add_argument("--no-podman", action="store_true")
+    ap.add_argument("--exec-too", action="store_true",
+                    help="also ours with an exec'd Python supervisor per task (the old path)")
+    args = ap.parse_args()
+    if os.geteuid() != 0 or not BUSYBOX.exists():
+        print("needs root and busybox-static (make system)", file=sys.stderr)
+        return 2
+    podman_bin = None if args.no_podman else shutil.which("podman")
+    with tempfile.TemporaryDirectory(prefix="gpuyard-taskstart-") as tmp:
+        base = Path(tmp)
+        output = base / "output"
+        output.mkdir()
+        rootfs_tar = build_rootfs_tar(base)
+        rt = ContainerRuntime(base / "state", runtime=args.runtime)
+        rt.images.import_file(rootfs_tar, IMAGE)
+        ours, bare = Ours(rt, output), Bare(rt, base / "bare", output)
+        runners = {"ours": ours.run, "bare": bare.run}
+        if args.exec_too:
+            slow = ContainerRuntime(base / "slow", runtime=args.runtime, fork_supervisors=False)
+            slow.images.import_file(rootfs_tar, IMAGE)
+            runners["exec"] = Ours(slow, output).run
+        podman = Podman(podman_bin, base / "podman", rootfs_tar, output) if podman_bin else None
+        if podman:
+            runners["podman"] = podman.run
+        samples: dict[str, list[float]] = {name: [] for name in runners}
+        try:
+            for i in range(WARMUP + args.runs):
+                for name, run in runners.items():
+                    value = run(i)
+                    if i >= WARMUP:
+                        samples[name].append(value)
+        finally:
+            rt.close()
+            if args.exec_too:
+                slow.close()
+            if podman:
+                podman.close()
+        report(args, rt, samples, ours)
+    return 0
+
+
+def report(args: argparse.Namespace, rt: ContainerRuntime, samples: dict[str, list[float]],
+           ours: Ours) -> None:
+    base = pct(samples["bare"], 50)
+    print(f"task start latency, N = {args.runs} each (+{WARMUP} warm-up), interleaved; "
+          f"{platform.machine()}, {os.cpu_count()} CPUs, Linux {platform.release()}, "
+          f"Python {platform.python_version()}, {rt.name} at {rt.rt.path}")
+    print(f"{'scheduled -> running (first instruction)':<44} {'p50':>11} {'p95':>11}   vs bare")
+    print(row(f"ours: image + overlay + {rt.name} (start())", samples["ours"], base))
+    print(row(f"bare: {rt.name} run, same config and rootfs", samples["bare"], base))
+    if "exec" in samples:
+        print(row("ours, exec'd Python supervisor (no zygote)", samples["exec"], base))
+    if "podman" in samples:
+        print(row("podman run --rm --network none", samples["podman"], base))
+    print(row("ours: start() returned", ours.returned, None))
+    print(row("ours: runtime's own report (started file)", ours.reported, None))
+    print(f"mean ours {statistics.mean(samples['ours']) * 1000:.1f} ms, "
+          f"bare {statistics.mean(samples['bare']) * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
