@@ -64,11 +64,17 @@ class FakeEngine:
         self.stopped[key] = grace_s
 
     def read_log(self, node: str, key: str, offset: int, limit: int) -> bytes:
+        self._reachable(node)
         return self.logs.get(key, b"")[offset : offset + limit]
 
     def tail_log(self, node: str, key: str, lines: int) -> str:
+        self._reachable(node)
         text = self.logs.get(key, b"").decode(errors="replace")
         return "".join(text.splitlines(keepends=True)[-lines:]) if lines else ""
+
+    def _reachable(self, node: str) -> None:
+        if node not in self._nodes:
+            raise NodeUnavailable(node)
 
     def release(self, node: str, key: str) -> None:
         self.released.append(key)

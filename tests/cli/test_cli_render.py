@@ -63,6 +63,7 @@ def test_task_gpus_say_fake_only_when_fake() -> None:
     assert render.format_task_gpus([gpu(0), gpu(1)]).plain == "0,1 H100 (fake)"
     assert render.format_task_gpus([gpu(3, fake=False)]).plain == "3 H100"
     assert render.format_task_gpus([]).plain == "-"
+    assert render.format_task_gpus([gpu(2)], 20480).plain == "2 H100 shared 20 GiB (fake)"
 
 
 def test_jobs_table() -> None:

@@ -111,13 +111,16 @@ def format_mb(mb: Any) -> str:
     return f"{value / 1024:.1f}".removesuffix(".0") + " GiB"
 
 
-def format_task_gpus(gpus: list[dict[str, Any]] | None) -> Text:
-    """A task's GPUs: `0,1 H100`, with a clear `(fake)` when any of them is fake."""
+def format_task_gpus(gpus: list[dict[str, Any]] | None, shared_mb: int = 0) -> Text:
+    """A task's GPUs: `0,1 H100`, `2 A100-80GB shared 20 GiB` for a share of one GPU, with a
+    clear `(fake)` when any of them is fake."""
     if not gpus:
         return Text(NONE, style="dim")
     indices = ",".join(str(g.get("index", "?")) for g in gpus)
     types = "/".join(dict.fromkeys(str(g.get("type") or "GPU") for g in gpus))
     text = Text(f"{indices} {types}")
+    if shared_mb:
+        text.append(f" shared {format_mb(shared_mb)}", style="cyan")
     if any(g.get("fake") for g in gpus):
         text.append(" (fake)", style="bold magenta")
     return text
@@ -281,7 +284,7 @@ def tasks_table(tasks: list[dict[str, Any]]) -> Table | Text:
             plain(task.get("attempt")),
             state_text(task.get("state")),
             plain(task.get("node")),
-            format_task_gpus(task.get("gpus")),
+            format_task_gpus(task.get("gpus"), task.get("gpuMemoryMB") or 0),
             plain(task.get("exitCode")),
             task_reason(task),
         )

@@ -36,6 +36,7 @@ from gpuyard.controller.lifecycle import (
     decide,
     task_end_state,
 )
+from gpuyard.controller.logs import TaskLogs
 from gpuyard.controller.nodeops import (
     NODE_DRAINED,
     drain_preemptions,
@@ -95,6 +96,7 @@ class Controller:
     ) -> None:
         self.store = store
         self.engine = engine
+        self.logs = TaskLogs(engine)
         self.clock = clock
         self.interval_s = interval_s
         self.stop_grace_s = stop_grace_s

@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import ray
@@ -129,7 +129,7 @@ class RayEngine:
         live = live_nodes(ray.nodes())
         with self._lock:
             known = dict(self._members)
-        members = {n.name: known[n.name] for n in live if _same(known.get(n.name), n)}
+        members = self._reread({n.name: known[n.name] for n in live if _same(known.get(n.name), n)})
         joining = [(n, self._agent(n)) for n in live if n.name not in members]
         for node, actor in joining:  # the new agents start in parallel; wait for each
             member = self._join(node, actor)
@@ -151,6 +151,19 @@ class RayEngine:
             log.info("node %s joined (%s)", name, members[name].node.address)
         if (left or joined) and self._on_change:
             self._on_change()
+
+    def _reread(self, members: dict[str, _Member]) -> dict[str, _Member]:
+        """The members with their inventories read again (GPU health changes while a node
+        lives); an agent that does not answer keeps its last inventory until the poll, which
+        decides about unreachable agents, says otherwise."""
+        refs = {name: m.actor.inventory.remote() for name, m in members.items()}
+        fresh = dict(members)
+        for name, ref in refs.items():
+            try:
+                fresh[name] = replace(members[name], node=ray.get(ref, timeout=CALL_TIMEOUT_S))
+            except (RayActorError, GetTimeoutError) as e:
+                log.warning("agent of %s did not report its inventory: %s", name, e)
+        return fresh
 
     def _join(self, node: RayNode, actor: Any) -> _Member | None:
         """The node's agent (adopted or created) and its inventory; None if it is not ready."""

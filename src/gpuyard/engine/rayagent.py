@@ -21,6 +21,7 @@ import ray
 from gpuyard.engine.agent import NodeAgent
 from gpuyard.model import Node
 from gpuyard.runtime.executor import ContainerRuntime
+from gpuyard.runtime.gpuhealth import NvmlHealth
 from gpuyard.runtime.gpus import detect_gpus
 from gpuyard.runtime.types import TaskLaunch, TaskStatus
 
@@ -41,13 +42,15 @@ class AgentActor:
     ) -> None:
         gpus = detect_gpus(fake_gpus, node.name)
         runtime = ContainerRuntime(node_root(default_root, node.name), oci_runtime)
-        self._agent = NodeAgent(replace(node, gpus=gpus), runtime)
+        health = NvmlHealth().check if any(not g.fake for g in gpus) else None
+        self._agent = NodeAgent(replace(node, gpus=gpus), runtime, health)
 
     def node_id(self) -> str:
         """The Ray node this actor lives on (a restarted node has a new one)."""
         return ray.get_runtime_context().get_node_id()
 
     def inventory(self) -> Node:
+        """The node with its GPUs' current health (NVML is asked at most every few seconds)."""
         return self._agent.inventory()
 
     def runtime_name(self) -> str:

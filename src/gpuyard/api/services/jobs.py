@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 from gpuyard.api.schemas import JobDetail, JobList, JobSummary, event_out, job_summary, task_out
 from gpuyard.api.services.storage import check_storage
-from gpuyard.controller import Controller
+from gpuyard.controller import Controller, LogUnavailable
 from gpuyard.model import JobState
 from gpuyard.spec import FieldError, JobSpec, SpecError, load_job_spec
 from gpuyard.store import JobNotFound, JobRecord, NewJob, TaskRecord
@@ -106,18 +106,29 @@ def pick_task(ctl: Controller, job: JobRecord, task: str | None, attempt: int | 
 async def stream_log(
     ctl: Controller, task: TaskRecord, tail: int | None, follow: bool
 ) -> AsyncIterator[bytes]:
-    engine = ctl.engine
+    """The log as it is, then (with `follow`) what is added until the task ends. A log that
+    cannot be read (its node left the cluster) ends the stream with a line saying why."""
+    try:
+        async for chunk in _log_chunks(ctl, task, tail, follow):
+            yield chunk
+    except LogUnavailable as e:
+        yield f"\n[gpuyard] {e}\n".encode()
+
+
+async def _log_chunks(
+    ctl: Controller, task: TaskRecord, tail: int | None, follow: bool
+) -> AsyncIterator[bytes]:
+    logs = ctl.logs
+    offset = 0
     if tail is not None:
-        text = engine.tail_log(task.node, task.key, tail)
-        yield text.encode()
-        offset = len(engine.read_log(task.node, task.key, 0, 1 << 30)) if follow else 0
+        yield logs.tail(task, tail).encode()
+        offset = _log_end(ctl, task) if follow else 0
     else:
-        offset = 0
-        while chunk := engine.read_log(task.node, task.key, offset, LOG_CHUNK):
+        while chunk := logs.read(task, offset, LOG_CHUNK):
             offset += len(chunk)
             yield chunk
     while follow:
-        chunk = engine.read_log(task.node, task.key, offset, LOG_CHUNK)
+        chunk = logs.read(task, offset, LOG_CHUNK)
         if chunk:
             offset += len(chunk)
             yield chunk
@@ -126,8 +137,16 @@ async def stream_log(
             (t for t in ctl.store.jobs.tasks(task.job_id, task.attempt) if t.id == task.id), None
         )
         if current is None or current.state.is_final:
-            rest = engine.read_log(task.node, task.key, offset, LOG_CHUNK)
+            rest = logs.read(task, offset, LOG_CHUNK)
             if rest:
                 yield rest
             return
         await asyncio.sleep(FOLLOW_POLL_S)
+
+
+def _log_end(ctl: Controller, task: TaskRecord) -> int:
+    """The log's current length, read in chunks (no log is held in memory whole)."""
+    offset = 0
+    while chunk := ctl.logs.read(task, offset, 1 << 20):
+        offset += len(chunk)
+    return offset

@@ -21,7 +21,7 @@ from gpuyard.api.authz import Forbidden, authorize_submit
 from gpuyard.api.schemas import JobDetail, NodeList
 from gpuyard.api.services import jobs as job_svc
 from gpuyard.api.services.storage import storage_errors
-from gpuyard.controller import Controller
+from gpuyard.controller import Controller, LogUnavailable
 from gpuyard.spec import FieldError, JobSpec, SpecError
 from gpuyard.store import JobRecord, UserRecord
 
@@ -106,7 +106,10 @@ def log_tail(ctl: Controller, job: JobRecord, task: str | None) -> LogTail:
         chosen = job_svc.pick_task(ctl, job, task, None)
     except LookupError as exc:
         return LogTail(task, "", str(exc))
-    text = ctl.engine.tail_log(chosen.node, chosen.key, LOG_TAIL_LINES)
+    try:
+        text = ctl.logs.tail(chosen, LOG_TAIL_LINES)
+    except LogUnavailable as exc:
+        return LogTail(chosen.name, "", str(exc))
     return LogTail(chosen.name, text, None if text else "no output yet")
 
 
