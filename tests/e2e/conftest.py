@@ -92,8 +92,22 @@ class Server:
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait(10)
 
+    def cancel_all(self, timeout: float = 20) -> None:
+        """Cancel every job still alive: tasks outlive the server by design, so a test that
+        failed half-way would otherwise leave its containers running after it."""
+        try:
+            jobs = self.http.get("/api/v1/jobs", params={"limit": 1000}).json()["jobs"]
+            alive = [j["id"] for j in jobs if j["state"] not in TERMINAL]
+            for job_id in alive:
+                self.http.post(f"/api/v1/jobs/{job_id}/cancel")
+            for job_id in alive:
+                self.wait(job_id, timeout=timeout)
+        except (httpx.HTTPError, AssertionError, KeyError):
+            pass  # best effort: the server may be the thing that failed
+
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
+            self.cancel_all()
             self.proc.send_signal(signal.SIGINT)
             try:
                 self.proc.wait(15)
