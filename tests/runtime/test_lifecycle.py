@@ -107,7 +107,6 @@ def test_a_vanished_supervisor_is_an_agent_error_and_its_container_goes(
     launch = make_launch("echo working; sleep 30")
     runtime.start(launch)
     wait_for("output", lambda: runtime.read_log(launch.key) == b"working\n")
-    wait_running(runtime, launch.key)  # container.pid is written once `run --detach` returns
     td = runtime.task_dir(launch.key)
     container_pid = int(td.container_pid.read_text())
     os.kill(read_json(td.pid_file)["pid"], signal.SIGKILL)

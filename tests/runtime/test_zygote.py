@@ -42,7 +42,8 @@ def test_a_supervisor_is_the_zygotes_child_and_outlives_it(
     zygote = parent_of(sup)
     assert zygote != os.getpid()
     assert b"gpuyard.runtime.zygote" in Path(f"/proc/{zygote}/cmdline").read_bytes()
-    assert os.getsid(sup) == sup  # its own session: not the zygote's, not ours
+    assert os.getpgid(sup) == sup  # its own process group
+    assert os.getsid(sup) == os.getsid(zygote) != os.getsid(0)  # the zygote's session, not ours
     os.kill(zygote, signal.SIGKILL)
     wait_for("the supervisor to be reparented", lambda: parent_of(sup) != zygote)
     (tmp_path / "data" / "go").touch()

@@ -9,7 +9,7 @@ runc is used. A runtime asked for by name is probed too, so a broken one fails a
 with its own error message rather than on every task.
 
 Both binaries take the same arguments for what is used here (`--root`, `--log`,
-`--log-format json`, `run --detach --bundle --pid-file`, `kill [--all]`, `delete --force`).
+`--log-format json`, `create --bundle --pid-file`, `start`, `kill [--all]`, `delete --force`).
 Their state lives under /run/gpuyard/<name> (tmpfs: it goes away with a reboot, as do the
 containers), apart from other users of crun/runc on the host.
 """

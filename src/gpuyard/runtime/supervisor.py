@@ -7,20 +7,21 @@ Detaching. Supervisors are normally forked by the node's zygote (`zygote.py`: a 
 process that imported this module once), so a start costs no interpreter start-up. Without
 it (`python -m gpuyard.runtime.supervisor <task_dir>`, the fallback) the server starts this
 module as a child in a new session and waits for it; it forks once more and exits at once
-(double fork) after writing `supervisor.pid`. Either way the supervisor calls `setsid` and so
-is in no process group or session of the server, is never the server's child to reap (the
+(double fork) after writing `supervisor.pid`. Either way the supervisor is in a process group
+of its own, in a session that is not the server's (the zygote's, or the one the exec'd middle
+process made), is never the server's child to reap (the
 zygote's children are reaped by the kernel; orphans go to init), and survives `kill -9` of
 the server and of the server's process group. `supervisor.pid` (pid + starttime) is written
 before `ContainerRuntime.start` returns, and stop signals are handled (or held blocked) from
 the moment the pid is known, so a stop never finds it unprotected.
 
 Life. It becomes a child subreaper (prctl PR_SET_CHILD_SUBREAPER), then:
-1. If a stop was requested already, `exit.json` says Cancelled and nothing is run. Otherwise
-   `<rt> run --detach` (create and start in one step: one runtime process instead of two)
-   with stdin /dev/null and stdout+stderr on `<task_dir>/log` (O_APPEND), which the
-   container's process inherits. The runtime exits leaving the container's init behind, and
+1. `<rt> create` with stdin /dev/null and stdout+stderr on `<task_dir>/log` (O_APPEND), which
+   the container's process inherits. `create` exits leaving the container's init behind, and
    the kernel reparents it to this subreaper, so it is our child: we can waitpid it.
-2. Writes `started` (the node now reports RUNNING) and sends the start hint.
+2. `<rt> start`, then writes `started` (the node now reports RUNNING) and sends the start
+   hint. (Not `<rt> run --detach`, one runtime process less: a container that ends at once
+   can be reaped by the runtime before it exits, and its exit status is lost.)
 3. Waits (pidfd + select) for the init to exit, or for a stop request: SIGTERM to this process,
    with `stop.json` holding the grace. A stop sends `<rt> kill <id> TERM` (the container's
    pid 1 gets it; a pid 1 only receives signals it handles, as under Docker and Kubernetes),
@@ -29,7 +30,7 @@ Life. It becomes a child subreaper (prctl PR_SET_CHILD_SUBREAPER), then:
    delete removes the cgroup); `<rt> delete --force`; unmounts the task's overlay root (an
    image task; its upper dir stays until the task dir is removed); writes `exit.json`
    atomically; exits.
-If the runtime cannot run it, `exit.json` holds AgentError (or CommandNotFound) with crun/runc's
+If create or start fails, `exit.json` holds AgentError (or CommandNotFound) with crun/runc's
 error. If anything else goes wrong, AgentError with the exception, after a forced delete.
 """
 
@@ -144,12 +145,11 @@ class Supervisor:
             error = runtime_errors(self.td.runtime_log)
             raise LaunchFailed(error or f"{self.rt.name} {args[0]} exited {done.returncode}")
 
-    def run_container(self, log_fd: int) -> int:
-        """Create and start the container in one step; the pid (host namespace) of its init."""
+    def create(self, log_fd: int) -> int:
+        """Create the container; the pid (host namespace) of its init."""
         self._launch_step(
             log_fd,
-            "run",
-            "--detach",
+            "create",
             "--bundle",
             str(self.td.bundle),
             "--pid-file",
@@ -157,12 +157,6 @@ class Supervisor:
             self.cid,
         )
         return int(self.td.container_pid.read_text().strip())
-
-    def created_pid(self) -> int | None:
-        """The init's pid if the runtime got as far as writing it (a failed launch)."""
-        with contextlib.suppress(OSError, ValueError):
-            return int(self.td.container_pid.read_text().strip())
-        return None
 
     def delete(self) -> None:
         """Delete the container, then unmount its overlay root (if it has one)."""
@@ -273,15 +267,18 @@ class Supervisor:
     # --- the whole life ----------------------------------------------------------------------
 
     def launch(self) -> int | None:
-        """Run the container; its init pid, or None if it ended another way."""
-        if self.poll_stop() is not None:
-            self.finish(None, TaskReason.CANCELLED, "stopped before the container started")
-            return None
+        """Create and start the container; its init pid, or None if it ended another way."""
         log_fd = os.open(self.td.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        init_pid = None
         try:
-            init_pid = self.run_container(log_fd)
+            init_pid = self.create(log_fd)
+            if self.poll_stop() is not None:
+                self._abort(init_pid)
+                self.finish(None, TaskReason.CANCELLED, "stopped before the container started")
+                return None
+            self._launch_step(log_fd, "start", self.cid)
         except LaunchFailed as e:
-            self._abort(self.created_pid())
+            self._abort(init_pid)
             self.finish_launch_failed(str(e))
             return None
         finally:
@@ -345,9 +342,14 @@ def supervise(td: TaskDir, stop: StopFlag) -> int:
 
 
 def run_detached(td: TaskDir, stop: StopFlag) -> NoReturn:
-    """The supervisor's whole life, in a freshly forked process: own session, output on
-    supervisor.log, then `supervise`; it never returns into the forking caller's code."""
-    os.setsid()
+    """The supervisor's whole life, in a freshly forked process: own process group, output on
+    supervisor.log, then `supervise`; it never returns into the forking caller's code.
+
+    A process group, not a session: its parent (the zygote, or the exec'd middle process) is
+    already in a session of its own, never the server's. A new session per task would also be
+    a new scheduler autogroup per task, which doubled `crun`'s latency under load here.
+    """
+    os.setpgid(0, 0)
     os.chdir("/")
     redirect_stdio(td.supervisor_log)
     code = supervise(td, stop)

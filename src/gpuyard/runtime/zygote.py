@@ -5,15 +5,16 @@ Python interpreter to start.
 one end of a socket pair as fd 0) and has already imported the supervisor's code. It keeps one
 *spare*: a child forked ahead of time that waits on a pipe for a task dir. A request (a task
 dir's path) hands the path to the spare, records its pid in `supervisor.pid` and answers; the
-next spare is forked once no request came for 50 ms, so neither the fork nor its CPU time is
-on a start's path (in a burst of starts, each forks its own). The spare calls
-`setsid`, puts its output on `supervisor.log` and runs `supervisor.run_detached`: the same
-life an exec'd supervisor has. SIGCHLD is ignored in the zygote, so the kernel reaps
-supervisors that end while it lives; when it ends (the server closed the runtime or died) the
-spare sees EOF and exits, and running supervisors are reparented to init, in their own
-sessions: they outlive the zygote and the server just as exec'd ones do. Stop signals stay
-blocked from the fork until the supervisor has installed its handlers, so a stop sent as soon
-as the pid is recorded is never lost.
+next spare is forked once no request came for 50 ms, so neither the fork nor its CPU time is on
+a start's path (in a burst of starts, each forks its own). The spare makes its own process
+group (in the zygote's session, so that all supervisors share one long-lived scheduler
+autogroup: a fresh session per task doubled `crun`'s latency under load), puts its output on
+`supervisor.log` and runs `supervisor.run_detached`: the same life an exec'd supervisor has.
+SIGCHLD is ignored in the zygote, so the kernel reaps supervisors that end while it lives; when
+it ends (the server closed the runtime or died) the spare sees EOF and exits, and running
+supervisors are reparented to init, in their own process groups: they outlive the zygote and
+the server just as exec'd ones do. Stop signals stay blocked from the fork until the supervisor
+has installed its handlers, so a stop sent as soon as the pid is recorded is never lost.
 
 The zygote is single-threaded (forking is safe) and stops when its socket closes (the server
 closed the runtime or died). Requests are one datagram each (SOCK_SEQPACKET): the task dir as
