@@ -75,6 +75,8 @@ def start_server(data: Path, runtime: str | None) -> tuple[subprocess.Popen[byte
     for _ in range(300):
         try:
             if http.get("/healthz").status_code == 200:
+                token = (data / "admin-token").read_text().strip()  # made on first start
+                http.headers["Authorization"] = f"Bearer {token}"
                 return proc, http
         except httpx.TransportError:
             time.sleep(0.1)
