@@ -7,7 +7,15 @@ import pytest
 
 from gpuyard.scheduler.fragmentation import PodShape
 from gpuyard.sim.openb import OpenbCluster, OpenbNode, OpenbPod, load_openb_nodes, load_openb_pods
-from gpuyard.sim.packing import alloc_curve, compare, inflate, replay
+from gpuyard.sim.packing import (
+    PackingRun,
+    alloc_curve,
+    compare,
+    inflate,
+    load_run,
+    replay,
+    save_run,
+)
 
 POD_HEADER = (
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
@@ -94,7 +102,7 @@ def test_inflate_cuts_a_workload_bigger_than_the_target():
     assert sum(s.total_gpu_milli for s in shapes) <= 1.3 * CLUSTER.gpu_milli
 
 
-@pytest.mark.parametrize("policy", ["bestfit", "random", "fgd", "fgd-gpu"])
+@pytest.mark.parametrize("policy", ["bestfit", "random", "fgd", "fgd-gpu", "fgd-balance"])
 def test_replay_is_deterministic_and_never_overfills(policy):
     a, b = (replay(CLUSTER, pods(12), policy, seed=3) for _ in range(2))
     assert np.array_equal(a.used, b.used) and a.failed == b.failed
@@ -110,3 +118,25 @@ def test_every_policy_sees_the_same_workload_for_a_seed():
     ]
     assert np.array_equal(runs[0].arrived, runs[2].arrived)
     assert not np.array_equal(runs[0].arrived, runs[1].arrived)
+
+
+def test_saved_runs_load_back_and_missing_ones_are_none(tmp_path):
+    run = PackingRun("fgd", 7, 3, np.array([500, 1500]), np.array([500, 1000]), 1, 2.5)
+    save_run(tmp_path, run)
+    back = load_run(tmp_path, "fgd", 7)
+    assert back is not None
+    assert (back.policy, back.seed, back.total_gpus, back.failed) == ("fgd", 7, 3, 1)
+    assert np.array_equal(back.arrived, run.arrived) and np.array_equal(back.used, run.used)
+    assert back.seconds == 2.5
+    assert load_run(tmp_path, "fgd", 8) is None
+
+
+def test_compare_keeps_runs_and_reuses_them(tmp_path):
+    first = compare(CLUSTER, pods(12), ["bestfit"], [5], runs_dir=tmp_path)
+    kept = load_run(tmp_path, "bestfit", 5)
+    assert kept is not None and np.array_equal(kept.used, first[0].used)
+    # a saved run is loaded, not replayed: a doctored one comes back as saved
+    save_run(tmp_path, PackingRun("bestfit", 5, 10, kept.arrived, kept.used * 0, 99, 0.0))
+    again = compare(CLUSTER, pods(12), ["bestfit", "fgd"], [5], runs_dir=tmp_path)
+    assert again[0].failed == 99 and again[1].policy == "fgd"
+    assert load_run(tmp_path, "fgd", 5) is not None

@@ -13,7 +13,14 @@ from gpuyard.scheduler.fragmentation import (
     pod_type_mix,
     type_stats,
 )
-from gpuyard.scheduler.sharefit import FreeView, Placement, fitting_nodes, make_policy
+from gpuyard.scheduler.sharefit import (
+    FreeView,
+    Placement,
+    cpu_surplus,
+    fitting_nodes,
+    make_policy,
+    mean_cpu_per_gpu_milli,
+)
 
 RNG = np.random.default_rng(0)
 
@@ -100,10 +107,61 @@ def test_bestfit_and_fgd_disagree_where_best_fit_leaves_a_useless_sliver():
     assert make_policy("fgd", only_half)(v, pod, RNG) == Placement(1, (0,))
 
 
-@pytest.mark.parametrize("policy", ["bestfit", "fgd", "fgd-gpu", "fgd-exact"])
+@pytest.mark.parametrize("policy", ["bestfit", "fgd", "fgd-gpu", "fgd-exact", "fgd-balance"])
 def test_ties_go_to_the_node_ranked_first(policy):
     v = view([[1000, 1000], [1000, 1000], [1000, 1000]], rank=[2, 0, 1])
     assert make_policy(policy, HALF_AND_WHOLE)(v, SHARE_500, RNG).node == 1
+
+
+def test_fgd_balance_keeps_fgds_choice_when_scores_differ():
+    v = view([[1000, 600], [1000, 1000]])  # as above: node 0 GPU 1 shrinks F, the rest grow it
+    assert make_policy("fgd-balance", HALF_AND_WHOLE)(v, SHARE_500, RNG) == Placement(0, (1,))
+
+
+# half-GPU pods with 2 cores, and CPU-only pods: the GPU pods ask 0.5·2000 / (0.5·500) =
+# 4 milli-CPU per milli-GPU (4 cores a GPU). Node 0: 8 cores, 1 GPU (surplus 8 − 4 = 4 cores);
+# node 1: 16 cores, 1 GPU (surplus 12). Neither pod below changes F by a different amount on
+# the two nodes (both keep enough CPU for every type), so FGD's scores tie.
+HALF_AND_CPU = mix((2000, 500, 1, 0.5), (4000, 0, 0, 0.5))
+
+
+def cpu_rich_and_tight(rank):
+    v = view([[1000], [1000]], the_mix=HALF_AND_CPU, rank=rank)
+    cpu = np.array([8000, 16000])
+    frag = fragmentation(cpu, v.gpu, HALF_AND_CPU)
+    return FreeView(cpu, v.memory, v.gpu, v.rank, v.stats, frag)
+
+
+def test_cpu_surplus_by_hand():
+    assert mean_cpu_per_gpu_milli(HALF_AND_CPU) == pytest.approx(4.0)
+    assert list(cpu_surplus(cpu_rich_and_tight([0, 1]), 4.0)) == [4.0, 12.0]
+
+
+@pytest.mark.parametrize(
+    ("pod", "rank", "fgd_node", "balance_node"),
+    [
+        # CPU-only: ties go to the node with the most CPU to spare, not the first ranked
+        (PodShape(1000, 1000, 0, 0), [0, 1], 0, 1),
+        # 1 core for half a GPU (2 per GPU, below the mix's 4): to the CPU-tight node
+        (PodShape(1000, 1000, 1, 500), [1, 0], 1, 0),
+        # 3 cores for half a GPU (6 per GPU): CPU-heavy, to the CPU-rich node
+        (PodShape(3000, 1000, 1, 500), [0, 1], 0, 1),
+    ],
+)
+def test_fgd_balance_breaks_ties_by_cpu_balance(pod, rank, fgd_node, balance_node):
+    v = cpu_rich_and_tight(rank)
+    assert make_policy("fgd", HALF_AND_CPU)(v, pod, RNG).node == fgd_node
+    assert make_policy("fgd-balance", HALF_AND_CPU)(v, pod, RNG).node == balance_node
+
+
+def test_fgd_balance_keeps_nodes_with_only_whole_free_gpus_for_last():
+    # a CPU-only pod changes F nowhere. By surplus it would go to node 0 (8 − 4·1 = 4 cores
+    # against 8 − 4·1.5 = 2), as FGD's rank does, but node 0's free GPUs are all whole
+    v = view([[1000, 0], [1000, 500]], the_mix=HALF_AND_CPU)
+    cpu_only = PodShape(1000, 1000, 0, 0)
+    assert list(cpu_surplus(v, 4.0)) == [4.0, 2.0]
+    assert make_policy("fgd", HALF_AND_CPU)(v, cpu_only, RNG).node == 0
+    assert make_policy("fgd-balance", HALF_AND_CPU)(v, cpu_only, RNG).node == 1
 
 
 def test_whole_gpus_never_land_on_a_shared_gpu():

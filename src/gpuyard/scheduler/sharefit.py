@@ -19,6 +19,11 @@ published curves can be reproduced (see docs/benchmarks.md):
   holds it and the node's score is its best GPU's;
 - `fgd-exact` (ours): the same ΔF unquantised; ties go to the node left with less free
   milli-GPU, then the fewest fully free GPUs, then at random.
+- `fgd-balance` (ours): FGD's node score; among nodes of equal score, a node with a partly
+  used GPU before one whose free GPUs are all whole, then the one where the pod best evens
+  out CPU against GPU (`cpu_surplus`): a pod asking more CPU per milli-GPU than the
+  mix's GPU pods do on average (CPU-only pods included) goes to the node with the most CPU to
+  spare, a lighter one to the node with the least; inside the node, the GPU of least ΔF.
 
 Ties between nodes of equal score go to the node ranked first in `FreeView.rank`: the
 artifact's Kubernetes fork (mental2008/kubernetes v1.20.5-minor, `selectHost`) picks the
@@ -44,6 +49,7 @@ from gpuyard.scheduler.fragmentation import (
 MAX_NODE_CPU = 128_000  # the artifact's normalising node size for best-fit
 MAX_NODE_GPU = 8 * MILLI
 SCORE_MAX = 100
+LAST = 1e9  # a tie-break key that puts a node after every other
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +130,12 @@ def random_fit(view: FreeView, pod: PodShape, rng: np.random.Generator) -> Place
     return _finish(view, node, pod, gpu)
 
 
-def fgd(mix: PodTypeMix, exact: bool = False, fine_gpu: bool = False) -> Policy:
-    """FGD as the artifact scores it, or (`exact`) ours: unquantised with packing tie-breaks."""
+def fgd(
+    mix: PodTypeMix, exact: bool = False, fine_gpu: bool = False, balance: bool = False
+) -> Policy:
+    """FGD as the artifact scores it, or ours: `exact` (unquantised with packing tie-breaks),
+    `fine_gpu` (the GPU of least exact ΔF), `balance` (ties by CPU balance, and fine_gpu)."""
+    cpu_per_milli = mean_cpu_per_gpu_milli(mix)
 
     def policy(view: FreeView, pod: PodShape, rng: np.random.Generator) -> Placement | None:
         nodes = fitting_nodes(view, pod)
@@ -135,9 +145,36 @@ def fgd(mix: PodTypeMix, exact: bool = False, fine_gpu: bool = False) -> Policy:
         if exact:
             return _exact_choice(view, pod, node_of, gpu_of, delta, rng)
         score = np.trunc(SCORE_MAX / (1.0 + np.exp(delta / 1000.0))).astype(np.int64)
-        return _quantised_choice(view, pod, node_of, gpu_of, score, delta if fine_gpu else None)
+        fine = delta if fine_gpu or balance else None
+        tie = balance_key(view, pod, cpu_per_milli) if balance else None
+        return _quantised_choice(view, pod, node_of, gpu_of, score, fine, tie)
 
     return policy
+
+
+def mean_cpu_per_gpu_milli(mix: PodTypeMix) -> float:
+    """Milli-CPU the mix's GPU pods ask per milli-GPU, on average over their frequencies."""
+    gpu = mix.gpu_types
+    gpu_milli = (mix.freq[gpu] * mix.milli[gpu] * mix.num[gpu]).sum()
+    return float((mix.freq[gpu] * mix.cpu[gpu]).sum() / gpu_milli) if gpu_milli else 0.0
+
+
+def cpu_surplus(view: FreeView, cpu_per_milli: float) -> np.ndarray:
+    """Per node, free CPU beyond what its free GPU milli would take at the mix's mean ratio,
+    in whole cores (negative: GPUs there are likely to be stranded for lack of CPU)."""
+    spare = view.cpu - cpu_per_milli * view.gpu.sum(axis=1)
+    return np.round(spare / 1000.0)
+
+
+def balance_key(view: FreeView, pod: PodShape, cpu_per_milli: float) -> np.ndarray:
+    """Per node, lower is better for the pod: nodes whose free GPUs are all whole come last
+    (kept for whole-GPU pods); then the most surplus for a CPU-heavy pod (CPU-only ones
+    included), the least for a pod lighter on CPU than the mix's mean."""
+    surplus = cpu_surplus(view, cpu_per_milli)
+    heavy = pod.num_gpu == 0 or pod.cpu_milli > cpu_per_milli * pod.total_gpu_milli
+    partly_used = ((view.gpu > 0) & (view.gpu < MILLI)).any(axis=1)
+    whole_only = ~partly_used & (view.gpu.sum(axis=1) > 0)
+    return np.where(whole_only, LAST, 0) + (-surplus if heavy else surplus)
 
 
 def _frag_growth(
@@ -167,10 +204,16 @@ def _quantised_choice(
     gpu_of: np.ndarray,
     score: np.ndarray,
     fine: np.ndarray | None,
+    tie: np.ndarray | None = None,
 ) -> Placement:
-    """Node: best score (a node's = its best GPU's), ties at random; GPU: the first best."""
+    """Node: best score (a node's = its best GPU's), ties to the least `tie` (per node of the
+    view), then the lowest rank; GPU: the first best (of least `fine` when given)."""
     starts = np.flatnonzero(np.r_[True, node_of[1:] != node_of[:-1]])
     node_score = np.maximum.reduceat(score, starts)
+    if tie is not None:
+        best = node_score == node_score.max()
+        key = tie[node_of[starts]]
+        node_score = np.where(best & (key == key[best].min()), 1, 0)
     pick = pick_best(node_score, view.rank[node_of[starts]])
     node = int(node_of[starts[pick]])
     end = starts[pick + 1] if pick + 1 < len(starts) else len(score)
@@ -202,17 +245,18 @@ def _exact_choice(
 
 
 def make_policy(name: str, mix: PodTypeMix) -> Policy:
-    """`bestfit`, `random`, `fgd` or `fgd-exact`."""
+    """One of `PACKING_POLICIES`."""
     policies: dict[str, Policy] = {
         "bestfit": bestfit,
         "random": random_fit,
         "fgd": fgd(mix),
         "fgd-exact": fgd(mix, exact=True),
         "fgd-gpu": fgd(mix, fine_gpu=True),
+        "fgd-balance": fgd(mix, balance=True),
     }
     if name not in policies:
         raise ValueError(f"unknown packing policy {name!r}; choose from {', '.join(policies)}")
     return policies[name]
 
 
-PACKING_POLICIES = ("bestfit", "random", "fgd", "fgd-exact", "fgd-gpu")
+PACKING_POLICIES = ("bestfit", "random", "fgd", "fgd-exact", "fgd-gpu", "fgd-balance")

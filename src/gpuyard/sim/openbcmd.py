@@ -11,7 +11,7 @@ from gpuyard.sim.packing import INFLATE_TO, compare
 from gpuyard.sim.packing_report import FGD_REFERENCE, load_reference, plot, summarize, table
 from gpuyard.sim.packing_report import write_csv as write_curves
 
-DEFAULT_OPENB_POLICIES = "bestfit,fgd,random"
+DEFAULT_OPENB_POLICIES = "bestfit,fgd,fgd-balance,random"
 FIRST_SEED = 42  # the artifact's seeds are 42..51
 
 
@@ -22,6 +22,7 @@ def run_openb(
     out: Path | None,
     console: Console,
     workers: int = 1,
+    runs_dir: Path | None = None,
 ) -> None:
     names = [p.strip() for p in policies.split(",") if p.strip()]
     if seeds < 1:
@@ -35,7 +36,7 @@ def run_openb(
         f"inflated to {INFLATE_TO:.0%} of GPU capacity; seeds {seed_list[0]}..{seed_list[-1]}"
     )
     with console.status(f"packing {len(names)} policies × {seeds} seeds"):
-        runs = compare(cluster, pods, names, seed_list, workers)
+        runs = compare(cluster, pods, names, seed_list, workers, runs_dir)
     curves = summarize(runs)
     console.print(table(curves, reference))
     if out is not None:

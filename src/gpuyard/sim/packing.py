@@ -17,9 +17,10 @@ policy) have their own streams, so every policy sees the same pods for a seed.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -162,17 +163,69 @@ def compare(
     policies: Sequence[str],
     seeds: Sequence[int],
     workers: int = 1,
+    runs_dir: Path | None = None,
 ) -> list[PackingRun]:
-    """Every policy on every seed (`workers` processes), in policy then seed order."""
+    """Every policy on every seed (`workers` processes), in policy then seed order.
+
+    With `runs_dir`, each run is saved there (`save_run`) and a run already saved there is
+    loaded instead of replayed: a later call can add policies or seeds to a long benchmark.
+    Delete the folder after changing a policy or the workload.
+    """
     for name in policies:
         make_policy(name, pod_type_mix(p.shape for p in pods[:1]))  # unknown names fail early
     mix = pod_type_mix(p.shape for p in pods)
-    jobs = [(cluster, pods, policy, seed, mix) for policy in policies for seed in seeds]
+    keys = [(policy, seed) for policy in policies for seed in seeds]
+    done = {k: load_run(runs_dir, *k) for k in keys} if runs_dir is not None else {}
+    todo = [k for k in keys if done.get(k) is None]
+    jobs = [(cluster, pods, policy, seed, mix) for policy, seed in todo]
     if workers <= 1:
-        return [replay(*job) for job in jobs]
+        fresh = map(_replay, jobs)
+        return _collect(keys, done, todo, fresh, runs_dir)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_replay, jobs))
+        return _collect(keys, done, todo, pool.map(_replay, jobs), runs_dir)
+
+
+def _collect(
+    keys: list[tuple[str, int]],
+    done: dict[tuple[str, int], PackingRun | None],
+    todo: list[tuple[str, int]],
+    fresh: Iterable[PackingRun],
+    runs_dir: Path | None,
+) -> list[PackingRun]:
+    for key, run in zip(todo, fresh, strict=True):
+        if runs_dir is not None:
+            save_run(runs_dir, run)
+        done[key] = run
+    return [run for k in keys if (run := done[k]) is not None]
 
 
 def _replay(job: tuple) -> PackingRun:
     return replay(*job)
+
+
+def run_path(runs_dir: Path, policy: str, seed: int) -> Path:
+    return runs_dir / f"{policy}-{seed}.npz"
+
+
+def save_run(runs_dir: Path, run: PackingRun) -> Path:
+    """The run as `POLICY-SEED.npz` in `runs_dir`."""
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    path = run_path(runs_dir, run.policy, run.seed)
+    with path.open("wb") as f:
+        np.savez(
+            f, arrived=run.arrived, used=run.used,
+            meta=np.array([run.total_gpus, run.failed, run.seconds]),
+        )
+    return path
+
+
+def load_run(runs_dir: Path, policy: str, seed: int) -> PackingRun | None:
+    """The run saved by `save_run`, or None when there is none."""
+    path = run_path(runs_dir, policy, seed)
+    if not path.exists():
+        return None
+    with np.load(path) as f:
+        total, failed, seconds = f["meta"]
+        return PackingRun(
+            policy, seed, int(total), f["arrived"], f["used"], int(failed), float(seconds)
+        )

@@ -25,6 +25,7 @@ PAPER_NAME = {
     "fgd": "FGD",
     "fgd-exact": "FGD",
     "fgd-gpu": "FGD",
+    "fgd-balance": "FGD",
 }
 
 
