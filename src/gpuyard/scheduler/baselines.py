@@ -24,18 +24,24 @@ from __future__ import annotations
 import bisect
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from gpuyard.model import JobDemand, JobPlacement, RunningJob, Tenant
 from gpuyard.scheduler.cycle import CycleResult, CycleStats
 from gpuyard.scheduler.fits import matching_flavors
-from gpuyard.scheduler.mirror import QueueMirror
+from gpuyard.scheduler.mirror import Numbering, QueueMirror
 from gpuyard.scheduler.packing import place_gang
 from gpuyard.scheduler.quota import job_usage
 from gpuyard.scheduler.reasons import PendingCode, PendingReason
 from gpuyard.scheduler.snapshot import Undo
 from gpuyard.scheduler.state import ClusterState
-from gpuyard.scheduler.view import Admission, ClusterView, Preemption, SchedulerConfig
+from gpuyard.scheduler.view import (
+    Admission,
+    ClusterView,
+    Preemption,
+    SchedulerConfig,
+    ViewChanges,
+)
 
 NOT_NOW = PendingReason(PendingCode.INSUFFICIENT, "not enough GPUs free for it now")
 BEHIND = PendingReason(PendingCode.BEHIND, "waiting for the job ahead of it in the queue")
@@ -131,8 +137,8 @@ class SortedQueues:
     def jobs(self) -> dict[str, JobDemand]:
         return self._mirror.jobs
 
-    def sync(self, view: ClusterView) -> None:
-        gone, added = self._mirror.sync(view)
+    def sync(self, queued: Collection[JobDemand], changes: ViewChanges | None) -> None:
+        gone, added = self._mirror.sync(queued, changes)
         for job in gone:
             self._remove(job)
         for job in added:
@@ -159,6 +165,7 @@ class Baseline(ABC):
         self.config = config
         self._state = ClusterState()
         self._queues = SortedQueues(self.key, self.group)
+        self._numbering = Numbering()
 
     def key(self, job: JobDemand) -> tuple:
         return (job.seq,)
@@ -168,8 +175,9 @@ class Baseline(ABC):
 
     def cycle(self, view: ClusterView) -> CycleResult:
         tenants = view.tenants if self.uses_quotas else {}
-        self._state.sync(view.nodes, tenants, view.running)
-        self._queues.sync(view)
+        changes = self._numbering.follow(view)
+        self._state.sync(view.nodes, tenants, view.running, changes)
+        self._queues.sync(view.queued, changes)
         p = Pass(view, self._state)
         self.run(view, p)
         return p.result()

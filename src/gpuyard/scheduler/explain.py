@@ -80,7 +80,9 @@ def _largest_hole(state: ClusterState, flavor: str | None) -> int:
 
 
 def deadlines(running: list[RunningJob]) -> list[tuple[float, str]]:
-    out = [(r.deadline, r.job_id) for r in running if r.deadline is not None]
+    out = [
+        (r.started_at + r.max_runtime_s, r.job_id) for r in running if r.max_runtime_s is not None
+    ]
     out.sort()
     return out
 

@@ -21,7 +21,7 @@ class UserLimits:
         self.gpus: Counter[tuple[str, str]] = Counter()
         self.jobs: Counter[tuple[str, str]] = Counter()
         limited = {name for name, t in tenants.items() if _has_user_limits(t)}
-        for r in running:
+        for r in running if limited else ():
             if r.tenant in limited and r.owner is not None:
                 self.gpus[r.tenant, r.owner] += r.gpus
                 self.jobs[r.tenant, r.owner] += 1

@@ -1,5 +1,6 @@
 """The scheduler's copy of the queue, kept from one cycle to the next: which demands joined
-and which left since the last view.
+and which left since the last view (and `Numbering`: whether a view's changes follow the last
+view seen).
 
 With `ClusterView.changes` that follow the last view seen, the difference is read from the
 changes (cost of the changes, not of the queue). Otherwise — the controller, a first view, a
@@ -14,25 +15,38 @@ from collections.abc import Collection
 from operator import attrgetter
 
 from gpuyard.model import JobDemand
-from gpuyard.scheduler.view import ClusterView
+from gpuyard.scheduler.view import ClusterView, ViewChanges
 
 _job_id = attrgetter("job_id")
+
+
+class Numbering:
+    """Whether a view's changes follow the last view this scheduler synced."""
+
+    def __init__(self) -> None:
+        self._last: int | None = None
+
+    def follow(self, view: ClusterView) -> ViewChanges | None:
+        changes = view.changes
+        follows = changes is not None and changes.since == self._last
+        self._last = view.number if changes is not None else None
+        return changes if follows else None
 
 
 class QueueMirror:
     def __init__(self) -> None:
         self.jobs: dict[str, JobDemand] = {}  # job id → its queued demand
         self._by_id: dict[int, JobDemand] | None = {}  # None once changes were applied
-        self._number: int | None = None  # the last view's number, when changes may follow
 
-    def sync(self, view: ClusterView) -> tuple[list[JobDemand], list[JobDemand]]:
-        """Bring the copy in line with `view.queued`; returns (gone, added) demands."""
-        changes = view.changes
+    def sync(
+        self, queued: Collection[JobDemand], changes: ViewChanges | None
+    ) -> tuple[list[JobDemand], list[JobDemand]]:
+        """Bring the copy in line with `queued` (from `changes` when they follow the last
+        view); returns (gone, added) demands."""
         diff = None
-        if changes is not None and changes.since == self._number:
-            diff = self._apply(changes.left, changes.joined, len(view.queued))
-        self._number = view.number if changes is not None else None
-        return diff if diff is not None else self._compare(view.queued)
+        if changes is not None:
+            diff = self._apply(changes.left, changes.joined, len(queued))
+        return diff if diff is not None else self._compare(queued)
 
     def _apply(
         self, left: Collection[str], joined: tuple[JobDemand, ...], size: int

@@ -35,9 +35,10 @@ from gpuyard.model import JobPlacement
 from gpuyard.scheduler.baselines import Baseline, make_baseline
 from gpuyard.scheduler.cycle import CycleResult, CycleStats
 from gpuyard.scheduler.fits import ShapeFits
+from gpuyard.scheduler.mirror import Numbering
 from gpuyard.scheduler.order import TenantQueues
 from gpuyard.scheduler.reasons import PendingReason
-from gpuyard.scheduler.round import Round
+from gpuyard.scheduler.round import Facts, Round
 from gpuyard.scheduler.state import ClusterState
 from gpuyard.scheduler.view import ClusterView, SchedulerConfig
 
@@ -55,8 +56,10 @@ class Scheduler:
         self.config = config or SchedulerConfig()
         self._state = ClusterState()
         self._queues = TenantQueues(self.config)
+        self._numbering = Numbering()
         self._fits = ShapeFits()
         self._parked: dict[str, Parked] = {}
+        self._facts: dict[str, Facts] = {}  # job id → what its admission needs, see Round
         self._baseline: Baseline | None = None
         if self.config.policy != "default":
             self._baseline = make_baseline(self.config)
@@ -65,12 +68,16 @@ class Scheduler:
         if self._baseline is not None:
             return self._baseline.cycle(view)
         # 1. heads: each tenant's queue, in order (re-sorted only where it changed).
-        queues = self._queues.sync(view)
+        changes = self._numbering.follow(view)  # what changed since the last view, if known
+        queues = self._queues.sync(view, changes)
         # 2. snapshot: what is free and who uses what, synced with the running jobs.
-        self._state.sync(view.nodes, view.tenants, view.running)
+        self._state.sync(view.nodes, view.tenants, view.running, changes)
         self._fits.sync(view.nodes, self._state.rebuilt)
         self._unpark_changed()
-        rnd = Round(view, self.config, self._state, self._queues.jobs, queues, self._fits)
+        self._keep_facts()
+        rnd = Round(
+            view, self.config, self._state, self._queues.jobs, queues, self._fits, self._facts
+        )
         # 3. nominate: the first job of each tenant that may be considered now.
         heap = [rnd.order_key(t) for t in queues if rnd.advance(t)]
         # 4. order: tenants by weighted dominant share, lowest first.
@@ -103,6 +110,15 @@ class Scheduler:
         else:
             self._parked.pop(tenant, None)
         return False
+
+    def _keep_facts(self) -> None:
+        """Forget the jobs' facts when the nodes or tenants changed, and those of jobs no
+        longer queued once they outnumber the queue (bounded, amortised)."""
+        jobs = self._queues.jobs
+        if self._state.rebuilt:
+            self._facts = {}
+        elif len(self._facts) > 2 * len(jobs) + 1024:
+            self._facts = {j: f for j, f in self._facts.items() if jobs.get(j) is f.job}
 
     def _unpark_changed(self) -> None:
         if self._state.rebuilt:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 from gpuyard.model import JobDemand, QueuePolicy, Tenant
 from gpuyard.scheduler.mirror import QueueMirror
-from gpuyard.scheduler.view import ClusterView, SchedulerConfig
+from gpuyard.scheduler.view import ClusterView, SchedulerConfig, ViewChanges
 
 JobKey = tuple[float, ...]
 Entry = tuple[JobKey, str]  # (order key, job id)
@@ -59,11 +59,11 @@ class TenantQueues:
     def jobs(self) -> dict[str, JobDemand]:
         return self._mirror.jobs
 
-    def sync(self, view: ClusterView) -> dict[str, list[Entry]]:
-        """Bring the queues in line with `view.queued`; returns tenant → [(key, job id)] in
-        order."""
+    def sync(self, view: ClusterView, changes: ViewChanges | None) -> dict[str, list[Entry]]:
+        """Bring the queues in line with `view.queued` (from `changes` when they follow the
+        last view); returns tenant → [(key, job id)] in order."""
         tenants, now = view.tenants, view.now
-        gone, added = self._mirror.sync(view)
+        gone, added = self._mirror.sync(view.queued, changes)
         for job in gone:
             self._remove(job)
         for job in added:

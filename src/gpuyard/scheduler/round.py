@@ -32,6 +32,17 @@ class Blocked:
     wake_on: frozenset[str] = field(default_factory=frozenset)
 
 
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What a queued job's admission needs that changes only with the nodes or tenants: the
+    GPU flavors it can use, its GPUs, and why it can never run (None: it can)."""
+
+    job: JobDemand
+    flavors: list[str | None]
+    gpus: int
+    never: PendingReason | None
+
+
 class Round:
     def __init__(
         self,
@@ -41,9 +52,10 @@ class Round:
         jobs: Mapping[str, JobDemand],
         queues: Mapping[str, list[Entry]],
         fits: ShapeFits,
+        facts: dict[str, Facts],
     ) -> None:
         self.view, self.config, self.state, self.jobs = view, config, state, jobs
-        self.queues, self.fits = queues, fits
+        self.queues, self.fits, self._facts = queues, fits, facts
         self.cursor: dict[str, int] = {}
         self.reasons: dict[str, PendingReason] = {}
         self.blocked: dict[str, PendingReason] = {}  # tenant → why its whole queue waits
@@ -76,7 +88,7 @@ class Round:
         i = self.cursor.get(tenant, -1) + 1
         while i < len(queue):
             job = self.jobs[queue[i][1]]
-            reason = self.fits.never(job) or self._never_by_quota(job) or self.users.refusal(job)
+            reason = self.facts(job).never or self.users.refusal(job)
             if reason is None:
                 self.cursor[tenant] = i
                 return True
@@ -105,11 +117,25 @@ class Round:
     def backfilling(self, tenant: str) -> bool:
         return tenant in self.first_blocked
 
-    def _never_by_quota(self, job: JobDemand) -> PendingReason | None:
-        gpus, book = job.total.gpus, self.state.book
+    def facts(self, job: JobDemand) -> Facts:
+        """The job's `Facts`, worked out once per queued demand (the scheduler keeps them
+        across cycles and forgets them when the nodes or tenants change)."""
+        known = self._facts.get(job.job_id)
+        if known is not None and known.job is job:
+            return known
+        flavors = matching_flavors(job, self.state.snapshot.flavors)
+        gpus = job.total.gpus
+        never = self.fits.never(job) or self._never_by_quota(job, flavors, gpus)
+        known = self._facts[job.job_id] = Facts(job, flavors, gpus, never)
+        return known
+
+    def _never_by_quota(
+        self, job: JobDemand, flavors: list[str | None], gpus: int
+    ) -> PendingReason | None:
+        book = self.state.book
         if not gpus or not book.enabled:
             return None
-        caps = [book.max_allowed(job.tenant, f) for f in self._flavors(job)]
+        caps = [book.max_allowed(job.tenant, f) for f in flavors]
         if not caps or any(c is None or gpus <= c for c in caps):
             return None
         return PendingReason(
@@ -128,12 +154,12 @@ class Round:
         return (borrows, share, -head.priority, head.submitted_at, head.seq, tenant)
 
     def _candidate_flavors(self, job: JobDemand) -> list[str | None]:
-        return matching_flavors(job, self.state.snapshot.flavors)
+        return self.facts(job).flavors
 
     def _within(self, job: JobDemand, flavor: str | None) -> bool:
         book = self.state.book
         g = book.guarantee(job.tenant, flavor) if flavor else None
-        return g is None or book.usage(job.tenant, flavor) + job.total.gpus <= g
+        return g is None or book.usage(job.tenant, flavor) + self.facts(job).gpus <= g
 
     def _flavors(self, job: JobDemand) -> list[str | None]:
         flavors = self._candidate_flavors(job)
@@ -201,17 +227,16 @@ class Round:
     def _reclaim(
         self, head: JobDemand, physical: list[tuple[str | None, QuotaVerdict]]
     ) -> Blocked | None:
+        own = self.view.tenants.get(head.tenant)
+        demotable = self._demotable(head)
         for flavor, verdict in physical:
             reclaim = self.state.book.enabled and not verdict.opportunistic
+            if not (reclaim or demotable or (own is not None and own.priority_preemption)):
+                continue  # nothing it may preempt (`candidates` would find none)
             pool = [
                 r
                 for r in candidates(
-                    head,
-                    self._preemptible(),
-                    self.view.tenants,
-                    reclaim,
-                    self.view.now,
-                    self._demotable(head),
+                    head, self._preemptible(), self.view.tenants, reclaim, self.view.now, demotable
                 )
                 if self._holds(r, flavor)
             ]
@@ -242,7 +267,11 @@ class Round:
                 r
                 for r in self.view.running
                 if r.preemptible
-                and (r.terminating or r.tenant in same_tenant or (r.borrowed and r.opportunistic))
+                and (
+                    r.terminating
+                    or r.tenant in same_tenant
+                    or (r.borrowed and (r.borrowed[0][1] > 0 or r.opportunistic))
+                )
             ]
         return self._pool
 
@@ -387,3 +416,4 @@ class Round:
         if i is None or i >= len(queue):
             return None
         return queue[i][1]
+

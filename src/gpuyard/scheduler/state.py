@@ -27,6 +27,7 @@ from gpuyard.scheduler.quota import (
     placed_share,
 )
 from gpuyard.scheduler.snapshot import ClusterSnapshot, Undo
+from gpuyard.scheduler.view import ViewChanges
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,23 +47,33 @@ class ClusterState:
         self.charged: dict[str, Charged] = {}
         self.released: set[str] = set()  # resource keys freed since the last cycle
         self.rebuilt = True
-        self._by_id: dict[int, RunningJob] = {}  # the running jobs of the last sync, by id
+        self._by_id: dict[int, RunningJob] | None = {}  # last sync's jobs by id (None: unknown)
+        self._running: dict[str, RunningJob] | None = None  # last sync's jobs by job id
+        self._touched: dict[str, None] = {}  # jobs charged or removed since the last sync
 
     def sync(
-        self, nodes: Sequence[Node], tenants: Mapping[str, Tenant], running: Sequence[RunningJob]
+        self,
+        nodes: Sequence[Node],
+        tenants: Mapping[str, Tenant],
+        running: Sequence[RunningJob],
+        changes: ViewChanges | None = None,
     ) -> None:
         self.released = set()
         self.rebuilt = self._nodes != tuple(nodes) or self._tenants != dict(tenants)
         if self.rebuilt:
             self._rebuild(tuple(nodes), dict(tenants))
+        elif changes is not None and self._follow(changes, len(running)):
+            return
+        self._touched = {}
         # diff in C loops: jobs gone from the view are refunded (and so are jobs charged by
         # the last cycle that the caller did not bind); a RunningJob object not seen last
         # time is checked for a move; jobs not charged yet are charged
         by_id = dict(zip(map(id, running), running, strict=True))
-        fresh = by_id.keys() if self.rebuilt else by_id.keys() - self._by_id.keys()
+        old = self._by_id
+        fresh = by_id.keys() if self.rebuilt or old is None else by_id.keys() - old.keys()
         fresh_jobs = [r for r in running if id(r) in fresh] if fresh else []
         self._by_id = by_id
-        current = dict(zip(map(_job_id, running), running, strict=True))
+        current = self._running = dict(zip(map(_job_id, running), running, strict=True))
         gone = self.charged.keys() - current.keys()
         for job_id in [j for j in self.charged if j in gone] if gone else ():
             self._release(job_id)  # in the order they were charged, as before
@@ -74,6 +85,36 @@ class ClusterState:
         for r in running if missing else ():
             if r.job_id in missing:
                 self.charge(r.job_id, r.tenant, r.placements)
+
+    def _follow(self, changes: ViewChanges, count: int) -> bool:
+        """`sync` from the view's changes (`ViewChanges`): the same charges and refunds, in
+        the same order, as comparing the whole list, at the cost of the changes. Only the
+        changed jobs and those charged or removed by the last cycle can differ. False (the
+        caller compares the whole list) when the changes do not add up to `count` jobs."""
+        if self._running is None:
+            return False
+        current = dict(self._running)
+        for job_id in changes.stopped:
+            current.pop(job_id, None)
+        for r in changes.started:
+            current[r.job_id] = r
+        if len(current) != count:
+            return False
+        check = self._touched.keys() | changes.stopped | {r.job_id for r in changes.started}
+        self._touched, self._running, self._by_id = {}, current, None
+        gone = {j for j in check if j in self.charged and j not in current}
+        for job_id in [j for j in self.charged if j in gone] if gone else ():
+            self._release(job_id)
+        for r in changes.started:
+            c = self.charged.get(r.job_id)
+            if c is not None and (r.tenant != c.tenant or r.placements != c.placements):
+                self._release(r.job_id)
+        missing = {j for j in check if j in current and j not in self.charged}
+        for r in current.values() if missing else ():
+            if r.job_id in missing:
+                self.charge(r.job_id, r.tenant, r.placements)
+        self._touched = {}
+        return True
 
     def _release(self, job_id: str) -> None:
         usage = self.charged[job_id].usage
@@ -117,6 +158,7 @@ class ClusterState:
         self.snapshot.assume_tasks(known)
         self.book.charge(tenant, c.usage)
         self.charged[job_id] = c
+        self._touched[job_id] = None
         return lambda: self._drop(job_id)
 
     def remove(self, job_id: str) -> Undo:
@@ -125,6 +167,7 @@ class ClusterState:
 
     def _drop(self, job_id: str) -> Charged:
         c = self.charged.pop(job_id)
+        self._touched[job_id] = None
         self.snapshot.release_tasks(c.held)
         self.book.refund(c.tenant, c.usage)
         return c
@@ -133,6 +176,7 @@ class ClusterState:
         self.snapshot.assume_tasks(c.held)
         self.book.charge(c.tenant, c.usage)
         self.charged[job_id] = c
+        self._touched[job_id] = None
 
     def free(self, key: str) -> int:
         if key == CPU:

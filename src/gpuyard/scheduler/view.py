@@ -9,26 +9,31 @@ from gpuyard.model import JobDemand, Node, RunningJob, Tenant, TenantUsage
 
 
 @dataclass(frozen=True, slots=True)
-class QueueChanges:
-    """How the queue of a view differs from the queue of the view numbered `since` that the
-    same caller handed to the same scheduler: `left` — job ids whose queued demand is gone
-    or replaced (started, cancelled, a new attempt); `joined` — the queued demands of jobs
-    that joined or were replaced (their current attempt). A job in both left and came back."""
+class ViewChanges:
+    """How a view differs from the view numbered `since` that the same caller handed to the
+    same scheduler. Queue: `left` — job ids whose queued demand is gone or replaced (started,
+    cancelled, a new attempt); `joined` — the current queued demands of jobs that joined or
+    were replaced (an id may be in both: it left and came back). Running: `stopped` — job ids
+    no longer holding resources; `started` — the current `RunningJob` of jobs that started
+    or changed (e.g. now terminating), new ones in the order they appear in `running`."""
 
     since: int
     left: frozenset[str] = frozenset()
     joined: tuple[JobDemand, ...] = ()
+    stopped: frozenset[str] = frozenset()
+    started: tuple[RunningJob, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterView:
     """Everything one cycle decides from. `now` is the caller's clock (seconds).
 
-    `queued` is always the whole queue. A caller that keeps its queue between cycles (the
-    simulator) may number its views (`number`) and say what changed since an earlier one
-    (`changes`): the scheduler then updates its sorted queues from the changes alone, so a
-    cycle costs the same with ten or ten thousand jobs queued. Without `changes`, or when
-    `changes.since` is not the last view it saw, the scheduler compares the whole queue.
+    `queued` and `running` are always complete. A caller that keeps them between cycles (the
+    simulator) may number its views (`number`) and say what changed since the previous one
+    (`changes`): the scheduler then brings its sorted queues and its snapshot up to date from
+    the changes alone, so a cycle costs the same with ten or ten thousand jobs queued.
+    Without `changes`, or when `changes.since` is not the last view it saw, or when the
+    changes do not add up to `queued`/`running`, it compares the whole lists (the controller).
     """
 
     nodes: Sequence[Node]
@@ -38,7 +43,7 @@ class ClusterView:
     usage: Mapping[str, TenantUsage] = field(default_factory=dict)
     now: float = 0.0
     number: int = 0
-    changes: QueueChanges | None = None
+    changes: ViewChanges | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from gpuyard.model import JobPlacement, ManualClock, QueuePolicy, RunningJob
 from gpuyard.scheduler import Admission, ClusterView, Preemption, Scheduler, SchedulerConfig
-from gpuyard.scheduler.view import QueueChanges
+from gpuyard.scheduler.view import ViewChanges
 from gpuyard.sim.cluster import build_nodes, build_tenants, demand
 from gpuyard.sim.traces import Trace, TraceJob
 
@@ -94,6 +94,7 @@ class Simulator:
         }
         self.queued: dict = {}  # job id → JobDemand of its current attempt
         self.touched: dict[str, None] = {}  # jobs that joined or left the queue since a view
+        self.moved: dict[str, None] = {}  # jobs that started, changed or stopped since a view
         self.running: dict[str, RunningJob] = {}
         self.events: list[tuple[float, int, int, str, int]] = []
         self._n = 0
@@ -143,6 +144,7 @@ class Simulator:
 
     def _release(self, job: SimJob, t: float) -> float:
         r = self.running.pop(job.trace.job_id)
+        self.moved[job.trace.job_id] = None
         ran = t - job.started_at
         self.allocated -= r.gpus
         self.alloc.append((t, self.allocated))
@@ -194,18 +196,22 @@ class Simulator:
             self._start(placement, admission, now)
         return bool(result.admit or result.preempt)
 
-    def _changes(self) -> QueueChanges:
-        """What joined or left the queue since the last cycle's view (docs/sim.md)."""
-        touched, queued = self.touched, self.queued
+    def _changes(self) -> ViewChanges:
+        """What changed since the last cycle's view, so that the scheduler's work follows the
+        changes rather than the length of the queue (docs/sim.md)."""
+        touched, queued, moved, running = self.touched, self.queued, self.moved, self.running
         joined = tuple(queued[j] for j in touched if j in queued)
-        self.touched = {}
-        return QueueChanges(self.cycles, frozenset(touched), joined)
+        started = tuple(running[j] for j in moved if j in running)
+        stopped = frozenset(j for j in moved if j not in running)
+        self.touched, self.moved = {}, {}
+        return ViewChanges(self.cycles, frozenset(touched), joined, stopped, started)
 
     def _preempt(self, p: Preemption, now: float) -> None:
         r = self.running.get(p.job_id)
         if r is None or r.terminating:
             return
         self.running[p.job_id] = replace(r, terminating=True)
+        self.moved[p.job_id] = None
         self._push(now + p.grace_s, STOP, p.job_id, self.jobs[p.job_id].attempt)
 
     def _start(self, placement: JobPlacement, admission: Admission, now: float) -> None:
@@ -223,6 +229,7 @@ class Simulator:
             oracle_end_at=now + remaining,
         )
         self.running[job.trace.job_id] = r
+        self.moved[job.trace.job_id] = None
         self.allocated += r.gpus
         self.alloc.append((now, self.allocated))
         job.started_at = now
