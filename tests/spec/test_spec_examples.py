@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuyard.model.demand import GpuShare
 from gpuyard.spec import job_demand, load_job_spec, parse_job_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -16,6 +17,8 @@ EXPECTED = [
     ("two-roles.yaml", "two-roles", {"ps": 1, "worker": 2}, 2, None, 0),
     ("openpai-v2.yaml", "cifar10-demo", {"ps": 1, "worker": 2}, 2, "python:3.11-slim", 1),
     ("fail-exit3.yaml", "fail-exit3", {"main": 1}, 0, None, 2),
+    ("shared-gpu.yaml", "shared-gpu", {"infer": 2}, 0, None, 0),  # shares, no whole GPU
+    ("distributed.yaml", "distributed", {"worker": 2}, 2, None, 0),
 ]
 
 
@@ -58,3 +61,10 @@ def test_openpai_example_substitutes_its_parameters():
     commands = "\n".join(r.command for r in spec.task_roles.values())
     assert "<%" not in commands
     assert "range(3)" in commands
+
+
+def test_shared_gpu_asks_memory_and_compute_of_one_gpu():
+    spec = load_job_spec((EXAMPLES / "shared-gpu.yaml").read_text())
+    demand = job_demand(spec, "j", 1)
+    shares = {task.gpu_share for task in demand.tasks}
+    assert shares == {GpuShare(memory_mb=20000, compute_percent=50)}
