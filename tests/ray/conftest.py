@@ -132,7 +132,10 @@ def ray_server(ray_cluster: RayCluster, tmp_path: Path) -> Iterator[Server]:
     try:
         srv.start()
         # the job runs this venv's python, under /root: tasks run as root (few capabilities)
-        r = srv.http.patch("/api/v1/tenants/default", json={"allowRoot": True})
+        # and may read this checkout (the venv and the training script) as their dataDir
+        roots = [str(ray_cluster.data_dir.parent), str(Path(__file__).resolve().parents[2])]
+        settings = {"allowRoot": True, "storageRoots": roots}
+        r = srv.http.patch("/api/v1/tenants/default", json=settings)
         assert r.status_code == 200, r.text
         yield srv
     finally:

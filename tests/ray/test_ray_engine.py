@@ -19,15 +19,30 @@ import pytest
 
 pytestmark = [pytest.mark.ray, pytest.mark.e2e, pytest.mark.container]
 
+REPO = Path(__file__).resolve().parents[2]
 TRAIN = Path(__file__).with_name("ddp_digits.py")
 MIN_ACCURACY = 0.9
 NODE_LOST_WITHIN_S = 30.0
 
 
+def in_container(path: Path) -> Path:
+    """Where a file of this checkout is seen in a task: the checkout is the job's dataDir
+    (at /data), because a task's /tmp is its own and a checkout may live under /tmp."""
+    return Path("/data") / path.relative_to(REPO)
+
+
+def training_command() -> str:
+    """This venv's python (as a venv, so that torch and scikit-learn are found) and the script."""
+    python = Path(sys.prefix) / "bin" / "python3"
+    if python.is_relative_to(REPO):
+        python = in_container(python)
+    return f"{python} {in_container(TRAIN)}"
+
+
 def ddp_spec(out: Path, epochs: int, pause_s: float) -> str:
-    command = f"{sys.executable} {TRAIN}"
     return textwrap.dedent(f"""\
         name: ddp-digits
+        dataDir: {REPO}
         outputDir: {out}
         retryCount: 0
         env:
@@ -39,7 +54,7 @@ def ddp_spec(out: Path, epochs: int, pause_s: float) -> str:
             cpuNumber: 1
             memoryMB: 1536
             gpuNumber: 2
-            command: {command}
+            command: {training_command()}
         """)
 
 

@@ -40,30 +40,42 @@ MAX_REQUEST = 4096
 READY = b"ready"
 REPLY_TIMEOUT_S = 30.0
 SPARE_AFTER_S = 0.05  # fork the next spare once no request came for this long
+ACK = b"1"
+ACK_TIMEOUT_S = 5.0  # a live spare acknowledges within microseconds
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 
 
 class Spare:
-    """A supervisor forked ahead of its task: it waits on a pipe for its task dir's path."""
+    """A supervisor forked ahead of its task: it waits on a pipe for its task dir's path and
+    acknowledges it on another, so a spare killed while it waited is never handed a task."""
 
     def __init__(self, sock: socket.socket) -> None:
         r, self._w = os.pipe2(os.O_CLOEXEC)
+        self._ack_r, ack_w = os.pipe2(os.O_CLOEXEC)
         sys.stderr.flush()
         self.pid = os.fork()
         if self.pid == 0:
             os.close(self._w)
-            become_supervisor(sock, r)
+            os.close(self._ack_r)
+            become_supervisor(sock, r, ack_w)
         os.close(r)
+        os.close(ack_w)
 
     def take(self, td: TaskDir) -> bool:
-        """Hand it `td`; False if it is gone (killed while it waited)."""
+        """Hand it `td`; False if it is gone (killed while it waited, or not answering)."""
         try:
             os.write(self._w, str(td.path).encode())
-            return True
         except BrokenPipeError:
             return False
         finally:
             os.close(self._w)
+        try:
+            if select.select([self._ack_r], [], [], ACK_TIMEOUT_S)[0]:
+                return os.read(self._ack_r, 1) == ACK  # b"": it died before taking it
+            os.kill(self.pid, signal.SIGKILL)  # stuck: never let it start the task later
+            return False
+        finally:
+            os.close(self._ack_r)
 
 
 def serve(sock: socket.socket) -> int:
@@ -81,19 +93,25 @@ def serve(sock: socket.socket) -> int:
         td = TaskDir(Path(request.decode()).resolve())
         if spare is None or not spare.take(td):  # busy (a burst), or the spare was killed
             spare = Spare(sock)
-            spare.take(td)
+            if not spare.take(td):
+                sock.sendall(b"1")  # even a fresh spare failed: the start fails
+                spare = None
+                continue
         sock.sendall(b"0" if record(td, spare.pid) else b"1")
         spare = None
 
 
-def become_supervisor(sock: socket.socket, task_pipe: int) -> NoReturn:
-    """In a spare: undo the zygote's settings, wait for a task, live as its supervisor."""
+def become_supervisor(sock: socket.socket, task_pipe: int, ack_pipe: int) -> NoReturn:
+    """In a spare: undo the zygote's settings, wait for a task, acknowledge it, live as its
+    supervisor."""
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         sock.close()
         path = read_all(task_pipe)
         if not path:
             os._exit(0)  # the zygote ended before giving it a task
+        os.write(ack_pipe, ACK)
+        os.close(ack_pipe)
         td = TaskDir(Path(path.decode()))
         stop = StopFlag()
         stop.install()
