@@ -44,10 +44,10 @@ def sim(
     tenant_backfill: Annotated[
         bool,
         typer.Option(help="`default`: later jobs of a tenant may start behind its blocked head"),
-    ] = False,
+    ] = True,
     tenant_preemption: Annotated[
-        bool, typer.Option(help="`default`, las tenants: demote (preempt) jobs with more GPU time")
-    ] = False,
+        bool, typer.Option(help="`default`: demote (preempt) jobs with more GPU time (LAS)")
+    ] = True,
     seeds: Annotated[
         int, typer.Option(help="openb: seeds per policy (42, 43, ...), as the FGD paper's 10")
     ] = 10,

@@ -48,7 +48,8 @@ def test_a_queued_job_says_where_it_stands_and_when_it_starts(busy):
     assert (first["pendingPosition"], first["pendingQueueLength"]) == (1, 2)
     assert (second["pendingPosition"], second["pendingQueueLength"]) == (2, 2)
     assert first["pendingCode"] and "1st of 2 in tenant red" in first["pendingReason"]
-    assert second["pendingCode"] == "WaitingForEarlierJob"
+    # backfill inside a tenant is on: the second is tried too, and does not fit either
+    assert second["pendingCode"] == "InsufficientResources"
     # the borrower's maxRuntime (10m) ends first and frees the 2 GPUs the head needs
     assert first["estimatedStart"] == iso(busy.clock.now() + 600)
     assert second["estimatedStart"] is None

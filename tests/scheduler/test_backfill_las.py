@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from builders import make_job, make_node, make_running, make_tenant
 from gpuyard.model import QueuePolicy
 from gpuyard.scheduler import ClusterView, PendingCode, Scheduler, SchedulerConfig
+from gpuyard.scheduler.order import is_aged
 
 A, B = "a", "b"
 NODE = (make_node("n1", gpus=8),)
@@ -68,3 +71,58 @@ def test_las_demotion_never_touches_a_guaranteed_job_of_another_tenant():
     queued = [make_job("j1", 2, tenant=A, submitted_at=9_000.0)]
     config = SchedulerConfig(tenant_preemption=True, aging_s=1e9)
     assert not cycle(config, tenants, running, queued, now=10_000.0).preempt
+
+
+def borrowed_long_case(config: SchedulerConfig, started_at: float = 0.0, borrowed: int = 4):
+    """Tenant b (guarantee 4, fifo) runs a long 8-GPU job, `borrowed` of them beyond its
+    guarantee; tenant a (guarantee 4, fifo) queues a fresh job of 6 GPUs, more than its
+    guarantee, so it may not reclaim — only LAS demotion can make room for it."""
+    tenants = [make_tenant(A, 4), make_tenant(B, 4)]
+    long = make_running("r1", B, "n1", *range(8), borrowed=borrowed, started_at=started_at)
+    queued = [make_job("j1", 6, tenant=A, submitted_at=9_000.0)]
+    return cycle(replace(config, aging_s=1e9), tenants, [long], queued, now=10_000.0)
+
+
+def test_demotion_of_opportunistic_jobs_serves_fifo_tenants_too():
+    # j1 would borrow 2 GPUs: no reclaim; r1 has run 80,000 GPU-s (LAS queue 2), j1 none
+    assert not borrowed_long_case(SchedulerConfig(tenant_preemption=False)).preempt
+    result = borrowed_long_case(SchedulerConfig(tenant_preemption=True))
+    assert [p.job_id for p in result.preempt] == ["r1"]
+    assert "LAS demotion" in result.preempt[0].reason
+
+
+def test_demotion_spares_a_guaranteed_job_and_a_job_within_its_quantum():
+    on = SchedulerConfig(tenant_preemption=True, demotion_min_run_s=1800.0)
+    assert not borrowed_long_case(on, borrowed=0).preempt  # r1 is not opportunistic
+    assert not borrowed_long_case(on, started_at=9_000.0).preempt  # ran 1,000 s < 1,800 s
+    assert [p.job_id for p in borrowed_long_case(on, started_at=8_000.0).preempt] == ["r1"]
+
+
+@pytest.mark.parametrize(
+    ("attained_gpu_s", "per_run", "waited_s", "aged"),
+    [
+        (0.0, 0.0, 3_600.0, True),  # aging_s alone
+        (0.0, 2.0, 3_600.0, True),  # never ran: aging_s
+        (8_000.0, 0.0, 3_600.0, True),  # starvation limit off
+        (8_000.0, 2.0, 3_600.0, False),  # ran 4,000 s on 2 GPUs: waits 8,000 s
+        (8_000.0, 2.0, 8_000.0, True),
+    ],
+)
+def test_a_job_that_ran_ages_after_its_starvation_limit(attained_gpu_s, per_run, waited_s, aged):
+    job = make_job("j1", 2, submitted_at=1_000.0, attained_gpu_s=attained_gpu_s)
+    config = SchedulerConfig(aging_per_run_s=per_run)
+    assert is_aged(job, 1_000.0 + waited_s, config) is aged
+
+
+@pytest.mark.parametrize(("most_served_first", "victim"), [(False, "young"), (True, "old")])
+def test_demotion_victim_order(most_served_first, victim):
+    # old: 40,000 GPU-s (LAS queue 2); young: 4,000 GPU-s (queue 1), less progress to lose
+    running = [
+        make_running("old", A, "n1", 0, 1, 2, 3, started_at=0.0),
+        make_running("young", A, "n1", 4, 5, 6, 7, started_at=9_000.0),
+    ]
+    config = SchedulerConfig(aging_s=1e9, demote_most_served_first=most_served_first)
+    tenants = [make_tenant(A, 8, queue_policy=QueuePolicy.LAS)]
+    queued = [make_job("j1", 4, tenant=A, submitted_at=9_500.0)]
+    result = cycle(config, tenants, running, queued, now=10_000.0)
+    assert [p.job_id for p in result.preempt] == [victim]

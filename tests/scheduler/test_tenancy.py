@@ -230,15 +230,15 @@ CASES = [
         {"j1": C.INSUFFICIENT},
     ),
     (
-        "strict-inside-tenant",
+        "backfill-inside-tenant",  # strict without `tenant_backfill`: test_backfill_las.py
         N8,
         [make_tenant(A, 8)],
         [make_running("ra", A, "n1", 0, 1, 2, 3)],
         [make_job("j1", 8, tenant=A), make_job("j2", 1, tenant=A)],
+        ["j2"],
         [],
         [],
-        [],
-        {"j1": C.INSUFFICIENT, "j2": C.BEHIND},
+        {"j1": C.INSUFFICIENT},
     ),
     (
         "fifo-inside-tenant",
@@ -390,7 +390,7 @@ def test_reason_names_position_and_holders():
     )
     assert reasons["j1"].message.endswith("(1st of 3 in tenant b)")
     assert (reasons["j3"].position, reasons["j3"].queue_length) == (3, 3)
-    assert reasons["j3"].code is C.BEHIND
+    assert reasons["j3"].code is C.INSUFFICIENT  # a backfill candidate: its own reason
 
 
 @pytest.mark.parametrize(

@@ -22,9 +22,11 @@ cycle, and it starts in a later cycle once they have stopped (as with reclaim).
 from __future__ import annotations
 
 import bisect
+import heapq
+import itertools
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sized
 
 from gpuyard.model import JobDemand, JobPlacement, RunningJob, Tenant
 from gpuyard.scheduler.cycle import CycleResult, CycleStats
@@ -33,6 +35,7 @@ from gpuyard.scheduler.mirror import Numbering, QueueMirror
 from gpuyard.scheduler.packing import place_gang
 from gpuyard.scheduler.quota import job_usage
 from gpuyard.scheduler.reasons import PendingCode, PendingReason
+from gpuyard.scheduler.remaining import RemainingPool
 from gpuyard.scheduler.snapshot import Undo
 from gpuyard.scheduler.state import ClusterState
 from gpuyard.scheduler.view import (
@@ -178,9 +181,20 @@ class Baseline(ABC):
         changes = self._numbering.follow(view)
         self._state.sync(view.nodes, tenants, view.running, changes)
         self._queues.sync(view.queued, changes)
+        self.sync_running(view, changes)
         p = Pass(view, self._state)
         self.run(view, p)
         return p.result()
+
+    def sync_running(self, view: ClusterView, changes: ViewChanges | None) -> None:
+        """Keep what the policy derives from the running jobs across cycles (none here)."""
+        return
+
+    def quiet_until(self, view: ClusterView) -> float:
+        """After a cycle on `view` that admitted and preempted nothing: until when a cycle on
+        the same queue and running jobs (only `now` later) decides nothing either. Here
+        nothing depends on the time: a job that did not fit still does not fit."""
+        return math.inf
 
     @abstractmethod
     def run(self, view: ClusterView, p: Pass) -> None:
@@ -246,12 +260,13 @@ class Greedy(Baseline):
 
     def run(self, view: ClusterView, p: Pass) -> None:
         jobs = self._queues.jobs
-        pool: list[RunningJob] | None = None if self.preemptive else []
+        pool: Sized | None = None if self.preemptive else []
         no_room = 1 << 30  # smallest task size that could not make room this cycle
         for entry in self._queues.queues.get("", ()):
             biggest = entry[-1]
-            if biggest >= p.failed_task and (pool == [] or biggest >= no_room):
-                if (no_room <= 1 or pool == []) and p.failed_task <= 1:
+            no_victims = pool is not None and not pool
+            if biggest >= p.failed_task and (no_victims or biggest >= no_room):
+                if (no_room <= 1 or no_victims) and p.failed_task <= 1:
                     break
                 continue
             job = jobs[entry[-3]]
@@ -265,7 +280,9 @@ class Greedy(Baseline):
                 continue
             no_room = min(no_room, biggest)
 
-    def pool(self, view: ClusterView) -> list[RunningJob]:
+    def pool(self, view: ClusterView) -> Sized:
+        """Who may be stopped this cycle, in the policy's order (computed once, when a job
+        first does not fit)."""
         return []
 
     def make_room(self, view: ClusterView, p: Pass, job: JobDemand, pool) -> bool:
@@ -280,19 +297,18 @@ class Sjf(Greedy):
 class Srtf(Sjf):
     preemptive = True
 
-    def pool(self, view: ClusterView) -> list[RunningJob]:
-        now = view.now
-        pool = [r for r in view.running if r.preemptible and not r.terminating]
-        pool.sort(key=lambda r: -_left(r, now))
-        return pool
+    def __init__(self, config: SchedulerConfig) -> None:
+        super().__init__(config)
+        self._remaining = RemainingPool()
+
+    def sync_running(self, view: ClusterView, changes: ViewChanges | None) -> None:
+        self._remaining.sync(view.running, changes)
+
+    def pool(self, view: ClusterView) -> RemainingPool:
+        return self._remaining
 
     def make_room(self, view: ClusterView, p: Pass, job: JobDemand, pool) -> bool:
-        now, mine = view.now, _oracle(job)
-        victims = []
-        for r in pool:
-            if _left(r, now) <= mine:
-                break
-            victims.append(r)
+        victims = pool.longer_than(_oracle(job), view.now)
         return bool(victims) and p.try_preempt(
             job, victims, lambda r: f"preempted for {job.job_id}, a job with less time left"
         )
@@ -305,6 +321,9 @@ class Las(Greedy):
         super().__init__(config)
         self._crossing: dict[int, tuple[RunningJob, tuple[float, ...]]] = {}
         self._level: dict[str, int] = {}
+        self._running: dict[str, RunningJob] = {}  # job id → its current RunningJob
+        self._moves: list[tuple[float, int, str, RunningJob]] | None = None  # heap, see below
+        self._pushes = itertools.count()
 
     def key(self, job: JobDemand) -> tuple:
         return (self._queue(job.attained_gpu_s), job.seq)
@@ -330,6 +349,41 @@ class Las(Greedy):
         pool = [r for r in view.running if r.job_id in levels]
         pool.sort(key=lambda r: (-levels[r.job_id], -r.started_at))
         return pool
+
+    def sync_running(self, view: ClusterView, changes: ViewChanges | None) -> None:
+        """Follow the running jobs (from the changes when they follow the last view); their
+        queue crossings are heaped lazily, for `quiet_until` (the simulator's question)."""
+        running = self._running
+        if changes is not None:
+            for job_id in changes.stopped:
+                running.pop(job_id, None)
+            for r in changes.started:
+                running[r.job_id] = r
+                if self._moves is not None:
+                    self._watch(r)
+            if len(running) == len(view.running):
+                return
+        self._running = {r.job_id: r for r in view.running}
+        self._moves = None
+
+    def _watch(self, r: RunningJob) -> None:
+        if r.preemptible and not r.terminating:
+            for t in self._crossing_times(r):
+                if math.isfinite(t):
+                    heapq.heappush(self._moves, (t, next(self._pushes), r.job_id, r))
+
+    def quiet_until(self, view: ClusterView) -> float:
+        """The next time a possible victim moves up a queue (it may then be stopped for a job
+        of a lower queue); until then the levels, and so the decisions, stay the same. From a
+        heap of crossing times (`now` never goes back; stale entries are dropped on top)."""
+        if self._moves is None:
+            self._moves = []
+            for r in self._running.values():
+                self._watch(r)
+        moves, running, now = self._moves, self._running, view.now
+        while moves and (moves[0][0] <= now or running.get(moves[0][2]) is not moves[0][3]):
+            heapq.heappop(moves)
+        return moves[0][0] if moves else math.inf
 
     def _crossing_times(self, r: RunningJob) -> tuple[float, ...]:
         """When `r`'s attained GPU-seconds reach each threshold (−inf: before this attempt,

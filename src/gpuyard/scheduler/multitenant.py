@@ -64,6 +64,14 @@ class Scheduler:
         if self.config.policy != "default":
             self._baseline = make_baseline(self.config)
 
+    def quiet_until(self, view: ClusterView) -> float:
+        """After a cycle on `view` that decided nothing: until when the same queue and
+        running jobs decide nothing either (a baseline's answer; `default` ages jobs and
+        gives none: `now`)."""
+        if self._baseline is not None:
+            return self._baseline.quiet_until(view)
+        return view.now
+
     def cycle(self, view: ClusterView) -> CycleResult:
         if self._baseline is not None:
             return self._baseline.cycle(view)

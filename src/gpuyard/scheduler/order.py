@@ -2,8 +2,8 @@
 (weighted dominant share, see `QuotaBook.share_key`).
 
 Inside a tenant a job's key is, lowest first:
-- aged (queued longer than `aging_s`): `(0, submitted_at, seq)` — oldest aged job first,
-  whatever its priority, so no job waits forever behind a stream of higher-priority ones;
+- aged (queued longer than its `wait_limit`): `(0, submitted_at, seq)` — oldest aged job
+  first, whatever its priority, so no job waits forever behind a stream of higher-priority ones;
 - otherwise `(1, -priority, las_queue, submitted_at, seq)`, where `las_queue` is 0 for
   `fifo` tenants and, for `las` tenants, the index of the first threshold of
   `las_thresholds_gpu_s` above the job's attained GPU-seconds (Tiresias' discretized LAS:
@@ -27,8 +27,18 @@ JobKey = tuple[float, ...]
 Entry = tuple[JobKey, str]  # (order key, job id)
 
 
+def wait_limit(job: JobDemand, config: SchedulerConfig) -> float:
+    """How long `job` waits before it ages: `aging_s`, or longer for a job that already ran
+    (`aging_per_run_s` × the seconds it ran in earlier attempts; Tiresias' starvation limit,
+    so a demoted long job does not hold the GPUs `aging_s` after each demotion)."""
+    if not config.aging_per_run_s or not job.attained_gpu_s:
+        return config.aging_s
+    ran_s = job.attained_gpu_s / max(1, job.total.gpus)
+    return max(config.aging_s, config.aging_per_run_s * ran_s)
+
+
 def job_key(job: JobDemand, policy: QueuePolicy, now: float, config: SchedulerConfig) -> JobKey:
-    if now - job.submitted_at >= config.aging_s:
+    if is_aged(job, now, config):
         return (0, job.submitted_at, job.seq)
     las_queue = 0
     if policy is QueuePolicy.LAS:
@@ -37,7 +47,7 @@ def job_key(job: JobDemand, policy: QueuePolicy, now: float, config: SchedulerCo
 
 
 def is_aged(job: JobDemand, now: float, config: SchedulerConfig) -> bool:
-    return now - job.submitted_at >= config.aging_s
+    return now - job.submitted_at >= wait_limit(job, config)
 
 
 class TenantQueues:
@@ -53,7 +63,8 @@ class TenantQueues:
         self._mirror = QueueMirror()
         self._policy: dict[str, QueuePolicy] = {}
         self._entry: dict[int, Entry] = {}  # id(job) → its entry in its tenant's queue
-        self._aging: list[tuple[float, int, str]] = []  # (submitted_at, seq, job id), unaged
+        # (submitted_at + extra wait, seq, job id, submitted_at) of unaged jobs
+        self._aging: list[tuple[float, int, str, float]] = []
 
     @property
     def jobs(self) -> dict[str, JobDemand]:
@@ -93,18 +104,22 @@ class TenantQueues:
         self._entry[id(job)] = entry
         bisect.insort(queue, entry)
         if entry[0][0] == 1:
-            heapq.heappush(self._aging, (job.submitted_at, job.seq, job.job_id))
+            due = job.submitted_at + (wait_limit(job, self.config) - self.config.aging_s)
+            heapq.heappush(self._aging, (due, job.seq, job.job_id, job.submitted_at))
 
     def _age(self, now: float) -> None:
         """Move the jobs that have aged since the last cycle to the front part of their
         queue (entries of jobs that left the queue are dropped on the way)."""
         aging, jobs = self._aging, self.jobs
         while aging and now - aging[0][0] >= self.config.aging_s:
-            submitted_at, _, job_id = heapq.heappop(aging)
-            job = jobs.get(job_id)
+            item = heapq.heappop(aging)
+            job = jobs.get(item[2])
             entry = self._entry.get(id(job)) if job is not None else None
-            if entry is None or entry[0][0] != 1 or job.submitted_at != submitted_at:
+            if entry is None or entry[0][0] != 1 or job.submitted_at != item[3]:
                 continue
+            if not is_aged(job, now, self.config):  # rounding of a longer wait limit
+                heapq.heappush(aging, item)
+                break
             self._remove(job)
             self._insert(job, self._policy.get(job.tenant, QueuePolicy.FIFO), now)
 
@@ -119,4 +134,3 @@ class TenantQueues:
 def _policy(tenants: Mapping[str, Tenant], tenant: str) -> QueuePolicy:
     t = tenants.get(tenant)
     return t.queue_policy if t else QueuePolicy.FIFO
-

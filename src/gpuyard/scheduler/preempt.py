@@ -7,11 +7,11 @@ anyway), then by lowest priority, least progress in this attempt (GPUs × second
   resource. A guaranteed job of another tenant is never a candidate.
 - Priority preemption (per tenant, `priority_preemption`): lower-priority jobs of the job's
   own tenant are candidates too.
-- LAS demotion (`SchedulerConfig.tenant_preemption`, tenants with the `las` queue policy):
-  jobs of the job's own tenant, of no higher priority, in a higher LAS queue (more attained
-  GPU-seconds) than the job are candidates too (`demotable`), and so are *opportunistic*
-  jobs of other tenants in a higher LAS queue (borrowed capacity goes to the least served,
-  as in Tiresias on the shared pool). A guaranteed job of another tenant is never one.
+- LAS demotion (`SchedulerConfig.tenant_preemption`): *opportunistic* jobs of other
+  tenants, of no higher priority, in a higher LAS queue (more attained GPU-seconds) than the
+  job are candidates (`demotable`; borrowed capacity goes to the least served, as in
+  Tiresias on the shared pool), and, for tenants with the `las` queue policy, such jobs of
+  the job's own tenant too. A guaranteed job of another tenant is never one.
 
 Victims are removed one by one on the snapshot until the job fits (simulated removal, each
 undoable); then, from the last but one backwards, each victim is put back if the job still
@@ -38,8 +38,10 @@ def candidates(
     reclaim: bool,
     now: float,
     demotable: Callable[[RunningJob], bool] | None = None,
+    level: Callable[[RunningJob], int] | None = None,
 ) -> list[RunningJob]:
-    """Jobs that may be stopped for `job`, cheapest loss first."""
+    """Jobs that may be stopped for `job`, cheapest loss first (with `level`, the highest
+    LAS queue first among jobs of one priority: the most served are demoted first)."""
     own = tenants.get(job.tenant)
     same_tenant = own is not None and own.priority_preemption
     chosen = [
@@ -56,7 +58,18 @@ def candidates(
             )
         )
     ]
-    chosen.sort(key=lambda r: (not r.terminating, r.priority, _progress(r, now), -r.started_at))
+    if level is None:
+        chosen.sort(key=lambda r: (not r.terminating, r.priority, _progress(r, now), -r.started_at))
+    else:
+        chosen.sort(
+            key=lambda r: (
+                not r.terminating,
+                r.priority,
+                -level(r),
+                _progress(r, now),
+                -r.started_at,
+            )
+        )
     return chosen
 
 
@@ -71,13 +84,24 @@ def attained(r: RunningJob, now: float) -> float:
 
 
 def demotion(
-    job: JobDemand, thresholds: Sequence[float], now: float
+    job: JobDemand,
+    thresholds: Sequence[float],
+    now: float,
+    min_run_s: float = 0.0,
+    own_tenant: bool = True,
 ) -> Callable[[RunningJob], bool]:
-    """Running jobs `job` may demote: no higher priority, a higher LAS queue than `job`."""
+    """Running jobs `job` may demote: no higher priority, a higher LAS queue than `job`, and
+    running for at least `min_run_s` since their last (re)start (a quantum, so that a job is
+    not stopped again right after it started); of `job`'s own tenant only if `own_tenant`."""
     mine = las_level(thresholds, job.attained_gpu_s)
 
     def demotable(r: RunningJob) -> bool:
-        return r.priority <= job.priority and las_level(thresholds, attained(r, now)) > mine
+        return (
+            (own_tenant or r.tenant != job.tenant)
+            and r.priority <= job.priority
+            and now - r.started_at >= min_run_s
+            and las_level(thresholds, attained(r, now)) > mine
+        )
 
     return demotable
 

@@ -14,7 +14,7 @@ from gpuyard.scheduler.limits import UserLimits, budget_refusal
 from gpuyard.scheduler.order import Entry, is_aged
 from gpuyard.scheduler.packing import place_gang
 from gpuyard.scheduler.pending import PendingReasons
-from gpuyard.scheduler.preempt import candidates, demotion, find_victims
+from gpuyard.scheduler.preempt import attained, candidates, demotion, find_victims, las_level
 from gpuyard.scheduler.quota import CPU, MEMORY, QuotaVerdict, job_usage
 from gpuyard.scheduler.reasons import PendingCode, PendingReason
 from gpuyard.scheduler.state import ClusterState
@@ -236,7 +236,13 @@ class Round:
             pool = [
                 r
                 for r in candidates(
-                    head, self._preemptible(), self.view.tenants, reclaim, self.view.now, demotable
+                    head,
+                    self._preemptible(),
+                    self.view.tenants,
+                    reclaim,
+                    self.view.now,
+                    demotable,
+                    self._level if demotable and self.config.demote_most_served_first else None,
                 )
                 if self._holds(r, flavor)
             ]
@@ -244,17 +250,22 @@ class Round:
                 continue
             found = find_victims(self.state, head.tenant, pool, self._fits(head, flavor, reclaim))
             if found is not None:
-                return self._preempt(head, flavor, *found)
+                return self._preempt(head, flavor, reclaim, *found)
         return None
+
+    def _level(self, r: RunningJob) -> int:
+        return las_level(self.config.las_thresholds_gpu_s, attained(r, self.view.now))
 
     def _las_demotes(self, tenant: str) -> bool:
         t = self.view.tenants.get(tenant)
         return self.config.tenant_preemption and t is not None and t.queue_policy is QueuePolicy.LAS
 
     def _demotable(self, head: JobDemand):
-        if not self._las_demotes(head.tenant):
+        c = self.config
+        if not c.tenant_preemption:
             return None
-        return demotion(head, self.config.las_thresholds_gpu_s, self.view.now)
+        own = self._las_demotes(head.tenant)
+        return demotion(head, c.las_thresholds_gpu_s, self.view.now, c.demotion_min_run_s, own)
 
     def _preemptible(self) -> list[RunningJob]:
         """Running jobs that some head might preempt: borrowers, stopping jobs, and every job
@@ -296,6 +307,7 @@ class Round:
         self,
         head: JobDemand,
         flavor: str | None,
+        reclaim: bool,
         victims: list[RunningJob],
         placement: JobPlacement,
     ) -> Blocked:
@@ -307,7 +319,10 @@ class Round:
             if not v.terminating:
                 self.preemptions.append(
                     Preemption(
-                        v.job_id, self._why_preempted(head, v, flavor), head.job_id, self._grace(v)
+                        v.job_id,
+                        self._why_preempted(head, v, flavor, reclaim),
+                        head.job_id,
+                        self._grace(v),
                     )
                 )
         names = ", ".join(f"{v.job_id} of tenant {v.tenant}" for v in victims)
@@ -324,16 +339,18 @@ class Round:
         return t.preemption_grace_s
 
     @staticmethod
-    def _why_preempted(head: JobDemand, victim: RunningJob, flavor: str | None) -> str:
-        if victim.tenant == head.tenant and victim.priority >= head.priority:
-            return (
-                f"preempted for job {head.job_id} of tenant {head.tenant}, which has received "
-                f"less GPU service (LAS demotion)"
-            )
-        if victim.tenant == head.tenant:
+    def _why_preempted(
+        head: JobDemand, victim: RunningJob, flavor: str | None, reclaim: bool
+    ) -> str:
+        if victim.tenant == head.tenant and victim.priority < head.priority:
             return (
                 f"preempted for job {head.job_id} of higher priority ({head.priority} > "
                 f"{victim.priority}) in tenant {head.tenant}"
+            )
+        if victim.tenant == head.tenant or not reclaim:
+            return (
+                f"preempted for job {head.job_id} of tenant {head.tenant}, which has received "
+                f"less GPU service (LAS demotion)"
             )
         what = f"{flavor} GPUs" if flavor else "CPU and memory"
         return (
@@ -416,4 +433,3 @@ class Round:
         if i is None or i >= len(queue):
             return None
         return queue[i][1]
-

@@ -84,9 +84,14 @@ class SchedulerConfig:
     tenant that fit now (without preempting anything) may start; `backfill_window` bounds how
     many jobs behind the head a cycle examines. Once the head is aged, its flavors are held
     for it and nothing of its tenant passes it.
-    `tenant_preemption`: in tenants with the `las` queue policy, a head may preempt running
-    jobs of its own tenant that are in a higher LAS queue (more attained GPU service) than
-    itself (Tiresias' demotion), guaranteed ones included; never another tenant's job.
+    `tenant_preemption`: a head may preempt (Tiresias' demotion) opportunistic jobs of other
+    tenants in a higher LAS queue (more attained GPU service) than itself, and in tenants
+    with the `las` queue policy also such jobs of its own tenant, guaranteed ones included;
+    never a guaranteed job of another tenant. `demotion_min_run_s`: only jobs that ran that
+    long since their last (re)start are demoted. `aging_per_run_s`: a job that ran before
+    ages after max(`aging_s`, this × seconds it ran). `demote_most_served_first`: demotion
+    victims by highest LAS queue first (else least progress first). Both flags are on and
+    the three knobs off by default, as measured on Philly B (docs/scheduler.md).
     `policy`: `default` (this multi-tenant scheduler) or a baseline of `baselines.py`:
     `fifo`, `fifo-backfill`, `las`, `sjf-oracle`, `srtf-oracle` (the last two need oracle
     durations: simulation only).
@@ -96,6 +101,9 @@ class SchedulerConfig:
     las_thresholds_gpu_s: tuple[float, ...] = (3600.0, 36_000.0)
     eta_max_releases: int = 256
     policy: str = "default"
-    tenant_backfill: bool = False
+    tenant_backfill: bool = True
     backfill_window: int = 256
-    tenant_preemption: bool = False
+    tenant_preemption: bool = True
+    demotion_min_run_s: float = 0.0
+    aging_per_run_s: float = 0.0
+    demote_most_served_first: bool = False

@@ -70,8 +70,8 @@ def sim_config(
     grace_s: int,
     seed: int,
     tenant_queue: str,
-    tenant_backfill: bool = False,
-    tenant_preemption: bool = False,
+    tenant_backfill: bool = True,
+    tenant_preemption: bool = True,
 ) -> SimConfig:
     return SimConfig(
         cycle_s=cycle_s,

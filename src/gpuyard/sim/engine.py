@@ -7,6 +7,10 @@ runs every `cycle_s` of simulated time. Like the controller, no cycle runs when 
 empty. Each cycle builds a `ClusterView` as `controller/view.py` does and applies the
 `CycleResult` as `controller/loop.py` does: preemptions first (SIGTERM; the victim stops
 `grace_s` later), then admissions (the job starts at once and runs its remaining time).
+A periodic cycle is skipped when the last cycle decided nothing, no event happened since, and
+the policy says nothing can change before then (`Scheduler.quiet_until`): such a cycle would
+decide nothing either (`SimResult.quiet_cycles` counts them). Opt-in (`skip_quiet`): not
+yet exact, see `SimConfig`.
 
 A preempted job keeps the work up to its last checkpoint: checkpoints happen every
 `checkpoint_s` of run time from a per-job phase drawn from the seed; the rest is lost. It is
@@ -39,8 +43,12 @@ class SimConfig:
     seed: int = 0
     tenant_queue: QueuePolicy = QueuePolicy.FIFO  # the tenants' queue policy (default)
     aging_s: float = 3600.0
-    tenant_backfill: bool = False  # SchedulerConfig flags of `default`, see scheduler/view.py
-    tenant_preemption: bool = False
+    # SchedulerConfig flags of `default` (scheduler/view.py), on by default as there
+    tenant_backfill: bool = SchedulerConfig().tenant_backfill
+    tenant_preemption: bool = SchedulerConfig().tenant_preemption
+    # skip periodic cycles the policy says cannot decide anything; off: not yet exact, a
+    # failed what-if reorders the snapshot's buckets (docs/benchmarks.md, Replay speed)
+    skip_quiet: bool = False
 
 
 @dataclass(slots=True)
@@ -77,6 +85,7 @@ class SimResult:
     wall_s: float = 0.0
     scheduler_s: float = 0.0
     unfinished: list[str] = field(default_factory=list)
+    quiet_cycles: int = 0  # periodic cycles skipped: nothing changed, nothing could (below)
 
 
 class Simulator:
@@ -102,6 +111,7 @@ class Simulator:
         self.alloc: list[tuple[float, int]] = [(0.0, 0)]
         self.tenant_gpu_s: dict[str, float] = {t: 0.0 for t in self.tenants}
         self.cycles, self.scheduler_s = 0, 0.0
+        self.quiet_until, self.quiet_cycles = -math.inf, 0
         for j in trace.jobs:
             self._push(j.submit_s, ARRIVE, j.job_id, 1)
 
@@ -115,10 +125,15 @@ class Simulator:
             if t == math.inf:
                 break
             self.clock.set(t)
+            quiet = t < self.quiet_until
             while self.events and self.events[0][0] <= t:
                 self._handle(*heapq.heappop(self.events))
+                quiet = False
             if self.queued:
                 last_cycle = t
+                if quiet:
+                    self.quiet_cycles += 1
+                    continue
                 if not self._cycle() and not self.events:
                     break  # idle cluster, nothing can start: never will
         return self._result(time.perf_counter() - began)
@@ -194,7 +209,19 @@ class Simulator:
             self._preempt(p, now)
         for placement, admission in zip(result.admit, result.admissions, strict=True):
             self._start(placement, admission, now)
-        return bool(result.admit or result.preempt)
+        decided = bool(result.admit or result.preempt)
+        self.quiet_until = -math.inf if decided else self._quiet_until(view)
+        return decided
+
+    def _quiet_until(self, view: ClusterView) -> float:
+        """After a cycle that decided nothing: until when the periodic cycles may be skipped
+        while no event happens, as the policy says (`quiet_until`; a scheduler without that
+        hint is never skipped). Skipped cycles would decide nothing, so results are the
+        same, and the grid of periodic cycles is kept (docs/benchmarks.md, Replay speed)."""
+        hint = getattr(self.scheduler, "quiet_until", None)
+        if not self.config.skip_quiet or hint is None:
+            return -math.inf
+        return hint(view)
 
     def _changes(self) -> ViewChanges:
         """What changed since the last cycle's view, so that the scheduler's work follows the
@@ -250,6 +277,7 @@ class Simulator:
             wall_s,
             self.scheduler_s,
             sorted(j for j, s in self.jobs.items() if s.end is None),
+            self.quiet_cycles,
         )
 
 
