@@ -67,6 +67,10 @@ class FakeEngine:
         self._reachable(node)
         return self.logs.get(key, b"")[offset : offset + limit]
 
+    def log_size(self, node: str, key: str) -> int:
+        self._reachable(node)
+        return len(self.logs.get(key, b""))
+
     def tail_log(self, node: str, key: str, lines: int) -> str:
         self._reachable(node)
         text = self.logs.get(key, b"").decode(errors="replace")

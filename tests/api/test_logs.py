@@ -29,3 +29,14 @@ def test_a_log_on_a_lost_node_says_so_instead_of_breaking(world, query):
     r = world.call("alice", "GET", f"/api/v1/jobs/{red}/logs{query}")
     assert r.status_code == 200
     assert "[gpuyard] the log of main/0 is on node n1, which has left the cluster" in r.text
+
+
+def test_a_followed_tail_continues_from_the_end_without_repeating(world):
+    red = world.jobs["red"]
+    (key,) = world.engine.keys_on(red)
+    world.engine.run(key)
+    world.engine.exit(key, 0, "Completed")
+    world.ctl.run_cycle()  # the task is recorded as ended: the follow stops at the log's end
+    r = world.call("alice", "GET", f"/api/v1/jobs/{red}/logs?tail=1&follow=true")
+    assert r.status_code == 200
+    assert r.text == "epoch 2\n"

@@ -25,6 +25,12 @@ class TaskLogs:
         except (NodeUnavailable, AgentUnreachable) as e:
             raise LogUnavailable(_reason(task, e)) from e
 
+    def size(self, task: TaskRecord) -> int:
+        try:
+            return self._engine.log_size(task.node, task.key)
+        except (NodeUnavailable, AgentUnreachable) as e:
+            raise LogUnavailable(_reason(task, e)) from e
+
     def tail(self, task: TaskRecord, lines: int) -> str:
         try:
             return self._engine.tail_log(task.node, task.key, lines)

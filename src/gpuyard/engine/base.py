@@ -36,6 +36,10 @@ class Engine(Protocol):
 
     def tail_log(self, node: str, key: str, lines: int) -> str: ...
 
+    def log_size(self, node: str, key: str) -> int:
+        """The log's length in bytes, so that a follow after a tail starts at its end."""
+        ...
+
     def release(self, node: str, key: str) -> None: ...
 
     def watch(self, on_change: Callable[[], None]) -> None:

@@ -76,5 +76,8 @@ class AgentActor:
     def tail_log(self, key: str, lines: int) -> str:
         return self._agent.tail_log(key, lines)
 
+    def log_size(self, key: str) -> int:
+        return self._agent.log_size(key)
+
     def release(self, key: str) -> None:
         self._agent.release(key)

@@ -413,6 +413,13 @@ class ContainerRuntime:
         except FileNotFoundError:
             return b""
 
+    def log_size(self, key: str) -> int:
+        """The log's length in bytes (0 if there is none yet): where a follow starts."""
+        try:
+            return self.log_path(key).stat().st_size
+        except FileNotFoundError:
+            return 0
+
     def tail_log(self, key: str, lines: int) -> str:
         """The last `lines` lines of the log (from its last MiB at most)."""
         return tail_lines(self.log_path(key), lines, TAIL_READ)

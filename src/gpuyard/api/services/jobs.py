@@ -122,7 +122,7 @@ async def _log_chunks(
     offset = 0
     if tail is not None:
         yield logs.tail(task, tail).encode()
-        offset = _log_end(ctl, task) if follow else 0
+        offset = logs.size(task) if follow else 0
     else:
         while chunk := logs.read(task, offset, LOG_CHUNK):
             offset += len(chunk)
@@ -142,11 +142,3 @@ async def _log_chunks(
                 yield rest
             return
         await asyncio.sleep(FOLLOW_POLL_S)
-
-
-def _log_end(ctl: Controller, task: TaskRecord) -> int:
-    """The log's current length, read in chunks (no log is held in memory whole)."""
-    offset = 0
-    while chunk := ctl.logs.read(task, offset, 1 << 20):
-        offset += len(chunk)
-    return offset
