@@ -1,7 +1,9 @@
 """Task start latency: scheduled → running for a task with an image (overlay root + crun).
 
 Builds a small image from busybox-static (no network) in a temporary state root, imports it
-into the node's image store, then N times, interleaved:
+into the node's image store, then N times, interleaved (the order rotates each round so each
+runner follows each other equally often; between runs the previous one's leftovers, such as
+podman's asynchronous `container cleanup`, are waited out, outside the numbers):
   1. ours: `ContainerRuntime.start(launch)` of a task on that image, the real node path
      (image resolve, overlay mount, OCI config, supervisor, `crun create` + `crun start`);
   2. bare: `crun run` of the same OCI config on the same unpacked rootfs (read-only lower dir,
@@ -50,6 +52,7 @@ IMAGE = "bench-busybox:1"
 COMMAND = "echo $EPOCHREALTIME > /output/ready"
 WARMUP = 3
 WAIT_S = 30.0
+SETTLE_S = 0.05  # between runs, outside the numbers: the previous run's exits finish first
 PODMAN_CONF = (
     '[containers]\ndefault_ulimits = ["nofile={nofile}:{nofile}", "nproc={nproc}:{nproc}"]\n'
     'netns = "none"\nlog_driver = "k8s-file"\n[engine]\nevents_logger = "none"\n'
@@ -187,7 +190,7 @@ class Podman:
         self.env = {**os.environ, "CONTAINERS_CONF": str(conf)}
         self.cmd = [podman, "--root", str(base / "storage"), "--runroot", str(base / "run"),
                     "--storage-driver", "overlay"]
-        self.output = output
+        self.output, self.base = output, base
         subprocess.run([*self.cmd, "import", "--quiet", str(rootfs_tar), f"localhost/{IMAGE}"],
                        env=self.env, capture_output=True, check=True)
 
@@ -199,11 +202,35 @@ class Podman:
             env=self.env, stdin=subprocess.DEVNULL, capture_output=True, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"podman run failed: {done.stderr.decode()[-800:]}")
-        return read_marker(self.output) - t0
+        ran = read_marker(self.output) - t0
+        wait_gone(self.base)  # conmon runs `podman container cleanup` after `run` returns
+        return ran
 
     def close(self) -> None:
         subprocess.run([*self.cmd, "system", "reset", "--force"], env=self.env,
                        capture_output=True, check=False)
+
+
+def wait_gone(marker: Path, limit_s: float = 10.0) -> None:
+    """Wait until no process has `marker` in its command line (a runner's leftovers, such as
+    podman's asynchronous cleanup, would otherwise run during the next runner's start)."""
+    needle = str(marker).encode()
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if not any(needle in cmdline for cmdline in cmdlines()):
+            return
+        time.sleep(0.01)
+
+
+def cmdlines() -> list[bytes]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                found.append((proc / "cmdline").read_bytes())
+            except OSError:
+                continue  # it ended while we looked
+    return found
 
 
 def row(name: str, xs: list[float], base: float | None) -> str:
@@ -247,8 +274,10 @@ def main() -> int:
             for i in range(WARMUP + args.runs):
                 if i == WARMUP:
                     ours.reset()
-                for name, run in runners.items():
-                    value = run(i)
+                names = list(runners)
+                for name in names[i % len(names):] + names[:i % len(names)]:  # each follows each
+                    value = runners[name](i)
+                    time.sleep(SETTLE_S)
                     if i >= WARMUP:
                         samples[name].append(value)
         finally:

@@ -11,6 +11,7 @@ unless the hugetlb controller has a v1 mount (`ensure_hugetlb_mount`, idempotent
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,8 +129,11 @@ def _path(controller: str, cgroup_path: str, name: str) -> Path | None:
     return base / name if base else None
 
 
+@functools.cache
 def swap_accounting() -> bool:
-    """True when the memory controller can also limit swap (memsw on v1, swap.max on v2)."""
+    """True when the memory controller can also limit swap (memsw on v1, swap.max on v2).
+
+    A boot-time fact (`swapaccount=`), read once per process: every start asks."""
     if is_v2():
         return any(CGROUP_ROOT.glob("*/memory.swap.max"))
     mount = v1_mounts().get("memory")

@@ -42,6 +42,7 @@ from gpuyard.runtime.notify import NotifyListener
 from gpuyard.runtime.oci import build_config, cgroup_path, write_hosts_files
 from gpuyard.runtime.ociruntime import OciRuntime, pick_runtime
 from gpuyard.runtime.overlay import overlay_root, release, sweep_stale_mounts
+from gpuyard.runtime.procwait import wait_pid_ready
 from gpuyard.runtime.rootfs import HostRootfs, Rootfs
 from gpuyard.runtime.taskdir import (
     TaskDir,
@@ -249,7 +250,9 @@ class ContainerRuntime:
                     start_new_session=True,
                     close_fds=True,
                 )
-            return proc.wait(timeout=SPAWN_TIMEOUT_S)
+            if not wait_pid_ready(proc.pid, SPAWN_TIMEOUT_S):  # exact, not a polling wait
+                raise subprocess.TimeoutExpired(cmd, SPAWN_TIMEOUT_S)
+            return proc.wait()
         except (OSError, subprocess.TimeoutExpired) as e:
             if isinstance(e, subprocess.TimeoutExpired):
                 proc.kill()

@@ -94,6 +94,7 @@ class ImageStore:
             pull if pull is not None else os.environ.get("GPUYARD_IMAGE_PULL", "missing") != "never"
         )
         self.recent_use_s = RECENT_USE_S
+        self._configs: dict[tuple[str, Path], ImageConfig] = {}
         for d in (self.unpacked_dir, self.locks, self.root / "tmp"):
             d.mkdir(parents=True, exist_ok=True)
 
@@ -191,12 +192,20 @@ class ImageStore:
         if entry is None:
             entry = self._fetch_missing(ref, name)
         bundle = self._unpacked(entry["digest"], entry["ref"])
-        with self._index() as index:
-            if name in index["images"]:
-                index["images"][name]["lastUsed"] = time.time()
-        raw = read_json(bundle / "image.json")
-        config = load_config(name, raw if isinstance(raw, dict) else {}, bundle / "rootfs")
-        return ResolvedImage(name, entry["digest"], bundle / "rootfs", config)
+        if time.time() - entry["lastUsed"] > self.recent_use_s / 4:  # LRU needs no finer clock
+            with self._index() as index:
+                if name in index["images"]:
+                    index["images"][name]["lastUsed"] = time.time()
+        return ResolvedImage(name, entry["digest"], bundle / "rootfs", self._config(name, bundle))
+
+    def _config(self, name: str, bundle: Path) -> ImageConfig:
+        """The image's config (an unpacked bundle never changes: read once per name and dir)."""
+        key = (name, bundle)
+        if key not in self._configs:
+            raw = read_json(bundle / "image.json")
+            self._configs[key] = load_config(name, raw if isinstance(raw, dict) else {},
+                                             bundle / "rootfs")
+        return self._configs[key]
 
     def _fetch_missing(self, ref: str, name: str) -> dict[str, Any]:
         if not self.pull_missing:

@@ -59,6 +59,7 @@ from gpuyard.runtime.exits import (
 )
 from gpuyard.runtime.ociruntime import OciRuntime
 from gpuyard.runtime.overlay import release
+from gpuyard.runtime.procwait import run_exact
 from gpuyard.runtime.taskdir import TaskDir, process_starttime, read_json, write_json
 from gpuyard.runtime.types import TaskExit
 
@@ -127,13 +128,11 @@ class Supervisor:
 
     def _rt(self, *args: str, log_fd: int | None = None) -> subprocess.CompletedProcess[bytes]:
         out = log_fd if log_fd is not None else subprocess.DEVNULL
-        return subprocess.run(
+        return run_exact(
             self.rt.command(*args, log=self.td.runtime_log),
-            stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=out,
             timeout=RT_TIMEOUT_S,
-            check=False,
         )
 
     def _launch_step(self, log_fd: int, *args: str) -> None:
