@@ -40,13 +40,17 @@ def sim(
     grace: Annotated[int, typer.Option(help="preemption grace period in seconds")] = 30,
     tenant_queue: Annotated[
         str, typer.Option(help="queue policy of the tenants under `default`: fifo or las")
-    ] = "fifo",
+    ] = "las",
     tenant_backfill: Annotated[
         bool,
         typer.Option(help="`default`: later jobs of a tenant may start behind its blocked head"),
     ] = True,
     tenant_preemption: Annotated[
         bool, typer.Option(help="`default`: demote (preempt) jobs with more GPU time (LAS)")
+    ] = True,
+    least_served_first: Annotated[
+        bool,
+        typer.Option(help="`default`: tenants' heads by LAS queue before fair share (Tiresias)"),
     ] = True,
     seeds: Annotated[
         int, typer.Option(help="openb: seeds per policy (42, 43, ...), as the FGD paper's 10")
@@ -61,7 +65,14 @@ def sim(
             run_openb(trace_dir, chosen, seeds, out, console, workers)
             return
         config = sim_config(
-            cycle, checkpoint, grace, seed, tenant_queue, tenant_backfill, tenant_preemption
+            cycle,
+            checkpoint,
+            grace,
+            seed,
+            tenant_queue,
+            tenant_backfill,
+            tenant_preemption,
+            least_served_first,
         )
         run_sim(trace, trace_dir, quotas, policy, out, config, limit, console)
     except (ValueError, OSError) as e:

@@ -32,7 +32,8 @@ from gpuyard.model import JobDemand, JobPlacement, RunningJob, Tenant
 from gpuyard.scheduler.cycle import CycleResult, CycleStats
 from gpuyard.scheduler.fits import matching_flavors
 from gpuyard.scheduler.mirror import Numbering, QueueMirror
-from gpuyard.scheduler.packing import place_gang
+from gpuyard.scheduler.packing import FreeCounts, place_gang
+from gpuyard.scheduler.preempt import could_fit
 from gpuyard.scheduler.quota import job_usage
 from gpuyard.scheduler.reasons import PendingCode, PendingReason
 from gpuyard.scheduler.remaining import RemainingPool
@@ -78,9 +79,14 @@ class Pass:
             placement = place_gang(self.state.snapshot, job, flavor)
             if placement is not None:
                 return placement
-        if len(job.tasks) == 1:
-            self.failed_task = min(self.failed_task, biggest)
+        self._failed(job)
         return None
+
+    def _failed(self, job: JobDemand) -> None:
+        """Remember that a one-task job of this size did not fit (until something is freed)."""
+        if len(job.tasks) == 1:
+            biggest = max((t.resources.gpus for t in job.tasks), default=0)
+            self.failed_task = min(self.failed_task, biggest)
 
     def start(self, job: JobDemand, placement: JobPlacement, borrowed=()) -> None:
         self.state.charge(job.job_id, job.tenant, placement.tasks)
@@ -90,22 +96,34 @@ class Pass:
     def try_preempt(
         self, job: JobDemand, pool: list[RunningJob], why: Callable[[RunningJob], str]
     ) -> bool:
-        """Stop the fewest of `pool` (in its order) that make room for `job`; hold the room."""
+        """Stop the fewest of `pool` (in its order) that make room for `job`; hold the room.
+        Not tried when `job` could not fit even with all of `pool` stopped (`could_fit`)."""
         self.failed_task = 1 << 30
+        flavors = matching_flavors(job, self.state.snapshot.flavors)
+        live = [r for r in pool if r.job_id not in self.stopping]
+        if not could_fit(self.state, job, flavors, live):
+            return False
+        counts = [FreeCounts(self.state.snapshot, job, f) for f in flavors]
         removed: list[tuple[RunningJob, Undo]] = []
         placement = None
         for r in pool:
             if r.job_id in self.state.charged and r.job_id not in self.stopping:
+                nodes = [t.node for t in self.state.charged[r.job_id].held]
                 removed.append((r, self.state.remove(r.job_id)))
-                placement = self.place(job)
+                for c in counts:
+                    c.update(nodes)
+                if any(c.possible() for c in counts):
+                    placement = self.place(job)
+                else:  # no placement exists yet: what `place` would find
+                    self._failed(job)
                 if placement is not None:
                     break
+        for _, undo in reversed(removed):  # victims hold their GPUs until they stop
+            undo()
         if placement is None:
-            for _, undo in reversed(removed):
-                undo()
             self.failed_task = 1 << 30
             return False
-        self.state.charge(job.job_id, job.tenant, placement.tasks)
+        self.state.charge(job.job_id, job.tenant, placement.tasks)  # held: nobody else gets it
         for r, _ in removed:
             self.stopping.add(r.job_id)
             if not r.terminating:
@@ -209,20 +227,31 @@ class FifoCapacity(Baseline):
     def __init__(self, config: SchedulerConfig) -> None:
         super().__init__(config)
         self._never: dict[str, bool] = {}
+        self._parked: dict[str, tuple[str, PendingReason]] = {}  # tenant → blocked head
 
     def group(self, job: JobDemand) -> str:
         return job.tenant
 
     def run(self, view: ClusterView, p: Pass) -> None:
+        """Each tenant's queue in order until its head cannot start. A head that could not
+        start in the last cycle is not tried again while nothing was released since (its
+        tenant's usage and the free capacity can only have shrunk): parked, as Kueue does."""
         book, jobs = self._state.book, self._queues.jobs
-        for queue in self._queues.queues.values():
+        if self._state.released or self._state.rebuilt:
+            self._parked = {}
+        for tenant, queue in self._queues.queues.items():
             for entry in queue:
                 job = jobs[entry[-3]]
                 if self._set_aside(p, book, job):
                     continue
+                parked = self._parked.get(tenant)
+                if parked is not None and parked[0] == job.job_id:
+                    p.reasons[job.job_id] = parked[1]
+                    break
                 reason = self._admit(p, book, job)
                 if reason is not None:
                     p.reasons[job.job_id] = reason
+                    self._parked[tenant] = (job.job_id, reason)
                     break
 
     def _set_aside(self, p: Pass, book, job: JobDemand) -> bool:

@@ -37,6 +37,7 @@ from gpuyard.scheduler.cycle import CycleResult, CycleStats
 from gpuyard.scheduler.fits import ShapeFits
 from gpuyard.scheduler.mirror import Numbering
 from gpuyard.scheduler.order import TenantQueues
+from gpuyard.scheduler.preempt import VictimTable
 from gpuyard.scheduler.reasons import PendingReason
 from gpuyard.scheduler.round import Facts, Round
 from gpuyard.scheduler.state import ClusterState
@@ -60,6 +61,7 @@ class Scheduler:
         self._fits = ShapeFits()
         self._parked: dict[str, Parked] = {}
         self._facts: dict[str, Facts] = {}  # job id → what its admission needs, see Round
+        self._victims = VictimTable()  # what preemption reads of each running job
         self._baseline: Baseline | None = None
         if self.config.policy != "default":
             self._baseline = make_baseline(self.config)
@@ -84,7 +86,14 @@ class Scheduler:
         self._unpark_changed()
         self._keep_facts()
         rnd = Round(
-            view, self.config, self._state, self._queues.jobs, queues, self._fits, self._facts
+            view,
+            self.config,
+            self._state,
+            self._queues.jobs,
+            queues,
+            self._fits,
+            self._facts,
+            self._victims,
         )
         # 3. nominate: the first job of each tenant that may be considered now.
         heap = [rnd.order_key(t) for t in queues if rnd.advance(t)]

@@ -17,7 +17,7 @@ Rules, in order:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 
 from gpuyard.model import JobDemand, JobPlacement, Resources, TaskDemand, TaskPlacement
 from gpuyard.scheduler.sharing import shared_spot
@@ -37,6 +37,88 @@ def place_gang(
     roles = {role: n for n, role in enumerate(dict.fromkeys(t.role for t in job.tasks))}
     placed.sort(key=lambda t: (roles[t.role], t.index))
     return JobPlacement(job.job_id, tuple(placed))
+
+
+def may_fit(
+    snapshot: ClusterSnapshot,
+    job: JobDemand,
+    flavor: str | None,
+    extra: Mapping[str, Collection[int]],
+) -> bool:
+    """False only when `job`'s whole-GPU tasks cannot all be placed on GPUs of `flavor`, even
+    with the GPUs `extra` names (per node) free too: counted per node, CPU and memory aside.
+    A necessary condition for `place_gang` to succeed on any snapshot where at most those
+    GPUs are freed, so a what-if preemption that it rules out could never have succeeded.
+    It holds when, for each task size s, the tasks of s GPUs or more are at most the sum over
+    nodes of ⌊free GPUs / s⌋ (a node with f free hosts at most ⌊f/s⌋ of them)."""
+    sizes = sorted(
+        (t.resources.gpus for t in job.tasks if t.gpu_share is None and t.resources.gpus),
+        reverse=True,
+    )
+    if not sizes:
+        return True
+    buckets = snapshot.buckets.get(flavor or ANY, [])
+    free: dict[str, int] = {n: c for c in range(1, len(buckets)) for n in buckets[c]}
+    for name, gpus in extra.items():
+        nf = snapshot.nodes.get(name)
+        if nf is None or not nf.node.schedulable:
+            continue
+        more = sum(
+            1
+            for i in set(gpus)
+            if i in nf.flavor_of
+            and i not in nf.free_gpus
+            and (flavor is None or nf.flavor_of[i] == flavor)
+        )
+        if more:
+            free[name] = free.get(name, 0) + more
+    if sum(free.values()) < sum(sizes):
+        return False
+    for n, s in enumerate(sizes, 1):
+        if (n == len(sizes) or sizes[n] != s) and sum(f // s for f in free.values()) < n:
+            return False
+    return True
+
+
+class FreeCounts:
+    """`may_fit`'s count bound, kept up to date as victims leave one by one: free GPUs of
+    `flavor` per node and, per task size s of `job`, Σ ⌊free / s⌋. `possible()` is False
+    when no placement of the job's whole-GPU tasks exists now, so a trial placement after a
+    removal is only tried once it is."""
+
+    def __init__(self, snapshot: ClusterSnapshot, job: JobDemand, flavor: str | None) -> None:
+        sizes = sorted(
+            (t.resources.gpus for t in job.tasks if t.gpu_share is None and t.resources.gpus),
+            reverse=True,
+        )
+        self.snapshot, self.flavor = snapshot, flavor
+        self.need_total = sum(sizes)
+        self.need = {s: n for n, s in enumerate(sizes, 1)}  # size → tasks of ≥ that size
+        buckets = snapshot.buckets.get(flavor or ANY, []) if sizes else []
+        self.free = {n: c for c in range(1, len(buckets)) for n in buckets[c]}
+        self.total = sum(self.free.values())
+        self.room = {s: sum(f // s for f in self.free.values()) for s in self.need}
+
+    def possible(self) -> bool:
+        return self.total >= self.need_total and all(
+            self.room[s] >= n for s, n in self.need.items()
+        )
+
+    def update(self, nodes: Iterable[str]) -> None:
+        """Read again the free GPUs of `nodes` (after a release there)."""
+        if not self.need:
+            return
+        for name in nodes:
+            nf = self.snapshot.nodes.get(name)
+            if nf is None or not nf.node.schedulable:
+                continue
+            new = nf.free_by_flavor.get(self.flavor, 0) if self.flavor else len(nf.free_gpus)
+            old = self.free.get(name, 0)
+            if new != old:
+                self.free[name] = new
+                self.total += new - old
+                for s in self.room:
+                    self.room[s] += new // s - old // s
 
 
 def _on_one_node(

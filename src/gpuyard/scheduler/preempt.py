@@ -21,9 +21,11 @@ fits without removing it (Kueue's minimal set). The snapshot is left as it was f
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from gpuyard.model import JobDemand, JobPlacement, RunningJob, Tenant
+from gpuyard.scheduler.packing import FreeCounts, may_fit
 from gpuyard.scheduler.quota import QuotaBook
 from gpuyard.scheduler.snapshot import Undo
 from gpuyard.scheduler.state import ClusterState
@@ -31,46 +33,121 @@ from gpuyard.scheduler.state import ClusterState
 Fits = Callable[[], JobPlacement | None]
 
 
+@dataclass(frozen=True, slots=True)
+class Demotion:
+    """Who a job may demote (LAS, `SchedulerConfig.tenant_preemption`): running jobs of no
+    higher priority in a higher LAS queue than `level` (the job's), running for at least
+    `min_run_s` since their last (re)start (a quantum, so that a job is not stopped again
+    right after it started); of the job's own tenant only if `own_tenant`."""
+
+    thresholds: tuple[float, ...]
+    level: int
+    min_run_s: float = 0.0
+    own_tenant: bool = True
+
+
+def demotion(
+    job: JobDemand,
+    thresholds: Sequence[float],
+    min_run_s: float = 0.0,
+    own_tenant: bool = True,
+) -> Demotion:
+    return Demotion(
+        tuple(thresholds), las_level(thresholds, job.attained_gpu_s), min_run_s, own_tenant
+    )
+
+
+# what `candidates` reads of a running job, worked out once per `RunningJob` object
+Row = tuple[RunningJob, str, int, bool, bool, float, int, float]
+
+
+class VictimTable:
+    """The running jobs that may be preempted, as rows of what `candidates` reads of each
+    (tenant, priority, opportunistic, terminating, start, GPUs, earlier attained service).
+    A row is worked out once per `RunningJob` object and kept across cycles while that object
+    is in the view, so choosing a head's candidates costs a pass over plain tuples."""
+
+    def __init__(self) -> None:
+        self._rows: dict[int, Row] = {}
+
+    def rows(self, running: Sequence[RunningJob]) -> list[Row]:
+        """Rows of the preemptible jobs of `running`, in its order."""
+        known, rows = self._rows, {}
+        for r in running:
+            row = known.get(id(r))
+            if row is None or row[0] is not r:
+                if not r.preemptible:
+                    continue
+                row = (
+                    r,
+                    r.tenant,
+                    r.priority,
+                    r.opportunistic,
+                    r.terminating,
+                    r.started_at,
+                    r.gpus,
+                    r.attained_gpu_s,
+                )
+            rows[id(r)] = row
+        self._rows = rows
+        return list(rows.values())
+
+
 def candidates(
     job: JobDemand,
-    running: Sequence[RunningJob],
+    rows: Sequence[Row],
     tenants: Mapping[str, Tenant],
     reclaim: bool,
     now: float,
-    demotable: Callable[[RunningJob], bool] | None = None,
-    level: Callable[[RunningJob], int] | None = None,
+    demote: Demotion | None = None,
+    most_served_first: bool = False,
+    stopping: Collection[str] = (),
 ) -> list[RunningJob]:
-    """Jobs that may be stopped for `job`, cheapest loss first (with `level`, the highest
-    LAS queue first among jobs of one priority: the most served are demoted first)."""
+    """Jobs (`VictimTable` rows) that may be stopped for `job`, cheapest loss first: already
+    terminating, lowest priority, least progress, newest (with `most_served_first`, the
+    highest LAS queue first among jobs of one priority). Candidates: with `reclaim`,
+    opportunistic or terminating jobs of other tenants; with the tenant's priority
+    preemption, its lower-priority jobs; with `demote`, jobs it may demote (`Demotion`) that
+    are of its tenant or opportunistic. Jobs in `stopping` (preempted earlier in the cycle)
+    count as terminating."""
     own = tenants.get(job.tenant)
     same_tenant = own is not None and own.priority_preemption
-    chosen = [
-        r
-        for r in running
-        if r.preemptible
-        and (
-            (reclaim and r.tenant != job.tenant and (r.opportunistic or r.terminating))
-            or (same_tenant and r.tenant == job.tenant and r.priority < job.priority)
-            or (
-                demotable is not None
-                and (r.tenant == job.tenant or r.opportunistic)
-                and demotable(r)
+    t, p = job.tenant, job.priority
+    chosen: list[Row] = []
+    for given in rows:
+        row = given
+        r, tenant, prio, opportunistic, terminating, started, _, _ = row
+        if stopping and not terminating and r.job_id in stopping:
+            row = (r, tenant, prio, opportunistic, True, *given[5:])
+            terminating = True
+        if tenant != t:
+            ok = reclaim and (opportunistic or terminating)
+            may_demote = opportunistic
+        else:
+            ok = same_tenant and prio < p
+            may_demote = demote is not None and demote.own_tenant
+        if not ok and may_demote and demote is not None and prio <= p:
+            ok = (
+                now - started >= demote.min_run_s
+                and _level(row, demote.thresholds, now) > demote.level
             )
-        )
-    ]
-    if level is None:
-        chosen.sort(key=lambda r: (not r.terminating, r.priority, _progress(r, now), -r.started_at))
+        if ok:
+            chosen.append(row)
+    if most_served_first and demote is not None:
+        th = demote.thresholds
+        chosen.sort(key=lambda row: (not row[4], row[2], -_level(row, th, now), *_loss(row, now)))
     else:
-        chosen.sort(
-            key=lambda r: (
-                not r.terminating,
-                r.priority,
-                -level(r),
-                _progress(r, now),
-                -r.started_at,
-            )
-        )
-    return chosen
+        chosen.sort(key=lambda row: (not row[4], row[2], *_loss(row, now)))
+    return [row[0] for row in chosen]
+
+
+def _loss(row: Row, now: float) -> tuple[float, float]:
+    """Progress of this attempt (GPUs × seconds run), then newest first."""
+    return row[6] * max(0.0, now - row[5]), -row[5]
+
+
+def _level(row: Row, thresholds: Sequence[float], now: float) -> int:
+    return bisect.bisect_right(thresholds, row[7] + row[6] * max(0.0, now - row[5]))
 
 
 def las_level(thresholds: Sequence[float], attained_gpu_s: float) -> int:
@@ -83,57 +160,65 @@ def attained(r: RunningJob, now: float) -> float:
     return r.attained_gpu_s + _progress(r, now)
 
 
-def demotion(
-    job: JobDemand,
-    thresholds: Sequence[float],
-    now: float,
-    min_run_s: float = 0.0,
-    own_tenant: bool = True,
-) -> Callable[[RunningJob], bool]:
-    """Running jobs `job` may demote: no higher priority, a higher LAS queue than `job`, and
-    running for at least `min_run_s` since their last (re)start (a quantum, so that a job is
-    not stopped again right after it started); of `job`'s own tenant only if `own_tenant`."""
-    mine = las_level(thresholds, job.attained_gpu_s)
-
-    def demotable(r: RunningJob) -> bool:
-        return (
-            (own_tenant or r.tenant != job.tenant)
-            and r.priority <= job.priority
-            and now - r.started_at >= min_run_s
-            and las_level(thresholds, attained(r, now)) > mine
-        )
-
-    return demotable
-
-
 def _progress(r: RunningJob, now: float) -> float:
     return r.gpus * max(0.0, now - r.started_at)
 
 
-def still_borrowing(book: QuotaBook, r: RunningJob, tenant: str) -> bool:
+def still_borrowing(
+    book: QuotaBook, r: RunningJob, tenant: str, stopping: Collection[str] = ()
+) -> bool:
     """A victim of another tenant only while that tenant still borrows what it holds."""
-    if r.tenant == tenant or r.terminating:
+    if r.tenant == tenant or r.terminating or r.job_id in stopping:
         return True
     return any(book.borrowing(r.tenant, key) > 0 for key, amount in r.borrowed if amount > 0)
 
 
+def could_fit(
+    state: ClusterState, job: JobDemand, flavors: Iterable[str | None], pool: list[RunningJob]
+) -> bool:
+    """Whether `job` might fit on one of `flavors` once every job of `pool` still charged
+    were stopped (`packing.may_fit`): False means no trial preemption from `pool` can
+    succeed, so none is tried (it would remove the victims one by one and try the gang after
+    each, for nothing)."""
+    extra: dict[str, list[int]] = {}
+    for r in pool:
+        c = state.charged.get(r.job_id)
+        for t in c.held if c is not None else ():
+            extra.setdefault(t.node, []).extend(t.gpu_indices)
+    return any(may_fit(state.snapshot, job, f, extra) for f in flavors)
+
+
 def find_victims(
-    state: ClusterState, tenant: str, pool: list[RunningJob], fits: Fits
+    state: ClusterState,
+    job: JobDemand,
+    flavor: str | None,
+    pool: list[RunningJob],
+    fits: Fits,
+    stopping: Collection[str] = (),
 ) -> tuple[list[RunningJob], JobPlacement] | None:
-    """The smallest prefix-then-pruned set of `pool` whose removal lets `fits` succeed."""
+    """The smallest prefix-then-pruned set of `pool` whose removal lets `fits` succeed
+    (`stopping`: jobs preempted earlier in the cycle, which count as terminating). The
+    state is left as it was found: the victims hold their GPUs until they stop."""
+    if not could_fit(state, job, (flavor,), pool):
+        return None
+    tenant, counts = job.tenant, FreeCounts(state.snapshot, job, flavor)
     removed: list[tuple[RunningJob, Undo]] = []
     placement: JobPlacement | None = None
     try:
         for r in pool:
-            if r.job_id not in state.charged or not still_borrowing(state.book, r, tenant):
+            if r.job_id not in state.charged or not still_borrowing(
+                state.book, r, tenant, stopping
+            ):
                 continue
+            held = state.charged[r.job_id].held
             removed.append((r, state.remove(r.job_id)))
-            placement = fits()
+            counts.update(t.node for t in held)
+            placement = fits() if counts.possible() else None
             if placement is not None:
                 break
         if placement is None:
             return None
-        return _minimal(state, removed, fits, placement)
+        return _minimal(state, removed, fits, placement, counts)
     finally:
         for r, undo in reversed(removed):
             if r.job_id not in state.charged:
@@ -145,15 +230,19 @@ def _minimal(
     removed: list[tuple[RunningJob, Undo]],
     fits: Fits,
     placement: JobPlacement,
+    counts: FreeCounts,
 ) -> tuple[list[RunningJob], JobPlacement]:
     victims = [removed[-1][0]]
     for r, undo in reversed(removed[:-1]):
         undo()
-        again = fits()
+        nodes = [t.node for t in state.charged[r.job_id].held]
+        counts.update(nodes)
+        again = fits() if counts.possible() else None
         if again is not None:
             placement = again
             continue
         state.remove(r.job_id)
+        counts.update(nodes)
         victims.append(r)
     victims.reverse()
     return victims, placement

@@ -14,7 +14,15 @@ from gpuyard.scheduler.limits import UserLimits, budget_refusal
 from gpuyard.scheduler.order import Entry, is_aged
 from gpuyard.scheduler.packing import place_gang
 from gpuyard.scheduler.pending import PendingReasons
-from gpuyard.scheduler.preempt import attained, candidates, demotion, find_victims, las_level
+from gpuyard.scheduler.preempt import (
+    Demotion,
+    Row,
+    VictimTable,
+    candidates,
+    demotion,
+    find_victims,
+    las_level,
+)
 from gpuyard.scheduler.quota import CPU, MEMORY, QuotaVerdict, job_usage
 from gpuyard.scheduler.reasons import PendingCode, PendingReason
 from gpuyard.scheduler.state import ClusterState
@@ -53,9 +61,10 @@ class Round:
         queues: Mapping[str, list[Entry]],
         fits: ShapeFits,
         facts: dict[str, Facts],
+        victims: VictimTable,
     ) -> None:
         self.view, self.config, self.state, self.jobs = view, config, state, jobs
-        self.queues, self.fits, self._facts = queues, fits, facts
+        self.queues, self.fits, self._facts, self._victims = queues, fits, facts, victims
         self.cursor: dict[str, int] = {}
         self.reasons: dict[str, PendingReason] = {}
         self.blocked: dict[str, PendingReason] = {}  # tenant → why its whole queue waits
@@ -68,7 +77,9 @@ class Round:
         self.users = UserLimits(view.tenants, view.running)
         self.set_aside = 0
         self._deadlines: list[tuple[float, str]] | None = None
-        self._pool: list[RunningJob] | None = None
+        self._pool: list[Row] | None = None
+        self.stopping: set[str] = set()  # jobs preempted in this cycle
+        self._held_for: dict[str, Blocked] = {}  # aged job → why others wait behind its hold
 
     # ---- heads -------------------------------------------------------------------------
 
@@ -147,11 +158,18 @@ class Round:
     def order_key(self, tenant: str) -> tuple:
         """Heads that fit their tenant's guarantee before heads that would borrow (as Kueue
         orders its entries), so a lender's job is admitted before a borrower can take its
-        quota again; then weighted dominant share, priority, age."""
+        quota again; then, with `least_served_first`, the head's LAS queue (Tiresias: capacity
+        goes to the least-served job first, whichever its tenant); then weighted dominant
+        share, priority, age."""
         head = self.head(tenant)
         borrows = not any(self._within(head, f) for f in self._candidate_flavors(head))
+        served = (
+            las_level(self.config.las_thresholds_gpu_s, head.attained_gpu_s)
+            if self.config.least_served_first
+            else 0
+        )
         share = self.state.book.share_key(tenant)
-        return (borrows, share, -head.priority, head.submitted_at, head.seq, tenant)
+        return (borrows, served, share, -head.priority, head.submitted_at, head.seq, tenant)
 
     def _candidate_flavors(self, job: JobDemand) -> list[str | None]:
         return self.facts(job).flavors
@@ -163,6 +181,8 @@ class Round:
 
     def _flavors(self, job: JobDemand) -> list[str | None]:
         flavors = self._candidate_flavors(job)
+        if len(flavors) < 2:
+            return flavors
         return sorted(flavors, key=lambda f: (not self._within(job, f), f or ""))
 
     # ---- admit -------------------------------------------------------------------------
@@ -207,6 +227,12 @@ class Round:
 
     def _reserved_reason(self, job: JobDemand) -> Blocked:
         holder = next(self.reserved[f] for f in self._flavors(job) if f in self.reserved)
+        known = self._held_for.get(holder.job_id)
+        if known is None:
+            known = self._held_for[holder.job_id] = self._held_reason(holder)
+        return known
+
+    def _held_reason(self, holder: JobDemand) -> Blocked:
         hours = self.config.aging_s / 3600
         return Blocked(
             PendingReason(
@@ -242,48 +268,49 @@ class Round:
                     reclaim,
                     self.view.now,
                     demotable,
-                    self._level if demotable and self.config.demote_most_served_first else None,
+                    self.config.demote_most_served_first,
+                    self.stopping,
                 )
                 if self._holds(r, flavor)
             ]
             if not pool:
                 continue
-            found = find_victims(self.state, head.tenant, pool, self._fits(head, flavor, reclaim))
+            fits = self._fits(head, flavor, reclaim)
+            found = find_victims(self.state, head, flavor, pool, fits, self.stopping)
             if found is not None:
                 return self._preempt(head, flavor, reclaim, *found)
         return None
-
-    def _level(self, r: RunningJob) -> int:
-        return las_level(self.config.las_thresholds_gpu_s, attained(r, self.view.now))
 
     def _las_demotes(self, tenant: str) -> bool:
         t = self.view.tenants.get(tenant)
         return self.config.tenant_preemption and t is not None and t.queue_policy is QueuePolicy.LAS
 
-    def _demotable(self, head: JobDemand):
+    def _demotable(self, head: JobDemand) -> Demotion | None:
         c = self.config
         if not c.tenant_preemption:
             return None
         own = self._las_demotes(head.tenant)
-        return demotion(head, c.las_thresholds_gpu_s, self.view.now, c.demotion_min_run_s, own)
+        return demotion(head, c.las_thresholds_gpu_s, c.demotion_min_run_s, own)
 
-    def _preemptible(self) -> list[RunningJob]:
+    def _preemptible(self) -> list[Row]:
         """Running jobs that some head might preempt: borrowers, stopping jobs, and every job
         of tenants with priority preemption or LAS demotion (computed once per cycle)."""
         if self._pool is None:
             same_tenant = {n for n, t in self.view.tenants.items() if t.priority_preemption} | {
                 n for n in self.view.tenants if self._las_demotes(n)
             }
-            self._pool = [
-                r
-                for r in self.view.running
-                if r.preemptible
-                and (
-                    r.terminating
-                    or r.tenant in same_tenant
-                    or (r.borrowed and (r.borrowed[0][1] > 0 or r.opportunistic))
-                )
-            ]
+            self._pool = self._victims.rows(
+                [
+                    r
+                    for r in self.view.running
+                    if r.preemptible
+                    and (
+                        r.terminating
+                        or r.tenant in same_tenant
+                        or (r.borrowed and (r.borrowed[0][1] > 0 or r.opportunistic))
+                    )
+                ]
+            )
         return self._pool
 
     def _holds(self, r: RunningJob, flavor: str | None) -> bool:
@@ -311,12 +338,13 @@ class Round:
         victims: list[RunningJob],
         placement: JobPlacement,
     ) -> Blocked:
-        for v in victims:
-            self.state.remove(v.job_id)
-        self.state.charge(head.job_id, head.tenant, placement.tasks)  # hold the room for it
+        # hold the room for it; the victims keep their GPUs until they stop (the snapshot
+        # counts both holders), so nobody else gets any of them in this cycle
+        self.state.charge(head.job_id, head.tenant, placement.tasks)
         graces = [self._grace(v) for v in victims]
         for v in victims:
-            if not v.terminating:
+            if not v.terminating and v.job_id not in self.stopping:
+                self.stopping.add(v.job_id)
                 self.preemptions.append(
                     Preemption(
                         v.job_id,

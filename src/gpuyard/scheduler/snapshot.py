@@ -8,6 +8,12 @@ tries, victim removal) cost no copies.
 For speed it keeps an index: for each GPU flavor (the GPU type as nodes report it) and for
 all GPUs together (`ANY`), the schedulable nodes bucketed by how many such GPUs they have
 free. Best-fit is then a walk up the buckets from the size asked, not a scan of every node.
+Each bucket is a list of node names kept in name order, and a GPU is free when no charged
+whole-GPU task holds it (a count per GPU: two tasks may name one GPU while a preempted job
+is still stopping), so the snapshot is a function of what is charged, never of the order of
+the changes that led there: an undone what-if (a gang that half fits, a trial preemption
+that fails) leaves it exactly as it found it, and a cycle that decides nothing has no side
+effect on the next one.
 
 GPU sharing (docs/gpu-sharing.md): a GPU is free, exclusive (held whole by one task) or
 shared (holding only shared tasks, with its free memory in `NodeFree.shared`). Opening a
@@ -19,6 +25,7 @@ count with all their memory).
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -42,6 +49,7 @@ class NodeFree:
     memory_of: dict[int, int] = field(default_factory=dict)  # GPU → its memory, MB
     shared: dict[int, int] = field(default_factory=dict)  # shared GPU → its free memory, MB
     shared_tasks: dict[int, int] = field(default_factory=dict)  # shared GPU → tasks on it
+    holders: dict[int, int] = field(default_factory=dict)  # GPU → whole-GPU tasks holding it
 
     @property
     def free(self) -> Resources:
@@ -51,7 +59,7 @@ class NodeFree:
 class ClusterSnapshot:
     def __init__(self, nodes: Iterable[Node], held: Iterable[TaskPlacement] = ()) -> None:
         self.nodes: dict[str, NodeFree] = {}
-        self.buckets: dict[str, list[dict[str, None]]] = {}
+        self.buckets: dict[str, list[list[str]]] = {}  # key → free count → names, sorted
         self.capacity_by_flavor: dict[str, int] = {}
         self.free_by_flavor: dict[str, int] = {}
         self.gpu_memory_by_flavor: dict[str, int] = {}  # capacity, MB (all healthy GPUs)
@@ -116,13 +124,13 @@ class ClusterSnapshot:
         for flavor, count in nf.free_by_flavor.items():
             self.capacity_by_flavor[flavor] = self.capacity_by_flavor.get(flavor, 0) + count
             self.free_by_flavor[flavor] = self.free_by_flavor.get(flavor, 0) + count
-            self._bucket(flavor, count)[n.name] = None
-        self._bucket(ANY, len(usable))[n.name] = None
+            insort(self._bucket(flavor, count), n.name)
+        insort(self._bucket(ANY, len(usable)), n.name)
 
-    def _bucket(self, key: str, count: int) -> dict[str, None]:
+    def _bucket(self, key: str, count: int) -> list[str]:
         buckets = self.buckets.setdefault(key, [])
         while len(buckets) <= count:
-            buckets.append({})
+            buckets.append([])
         return buckets[count]
 
     def _charge(self, t: TaskPlacement) -> None:
@@ -131,7 +139,12 @@ class ClusterSnapshot:
         if t.shared:
             self._charge_shared(nf, t)
             return
-        taken = [i for i in t.gpu_indices if i in nf.free_gpus]
+        holders, taken = nf.holders, []
+        for i in t.gpu_indices:
+            if i in nf.flavor_of:
+                held = holders[i] = holders.get(i, 0) + 1
+                if held == 1 and i in nf.free_gpus:
+                    taken.append(i)
         if taken:
             for i in taken:
                 self._gpu_memory(nf, i, -nf.memory_of[i])
@@ -144,11 +157,15 @@ class ClusterSnapshot:
         if t.shared:
             self._refund_shared(nf, t)
             return
-        given = [
-            i
-            for i in t.gpu_indices
-            if i in nf.flavor_of and i not in nf.free_gpus and i not in nf.shared
-        ]
+        holders, given = nf.holders, []
+        for i in t.gpu_indices:
+            held = holders.get(i, 0)
+            if held > 1:
+                holders[i] = held - 1
+            elif held == 1:
+                del holders[i]
+                if i not in nf.free_gpus and i not in nf.shared:
+                    given.append(i)
         if given:
             for i in given:
                 self._gpu_memory(nf, i, nf.memory_of[i])
@@ -183,8 +200,9 @@ class ClusterSnapshot:
         if nf.shared_tasks[i] <= 0:  # the last one left: the GPU is free again
             del nf.shared[i], nf.shared_tasks[i]
             self.shared.pop((nf.node.name, i), None)
-            self._move(nf, [i], +1)
-            nf.free_gpus.add(i)
+            if i not in nf.holders:  # unless a whole-GPU task holds it too
+                self._move(nf, [i], +1)
+                nf.free_gpus.add(i)
 
     def _gpu_memory(self, nf: NodeFree, gpu: int, delta_mb: int) -> None:
         if nf.node.schedulable:
@@ -209,9 +227,14 @@ class ClusterSnapshot:
             nf.free_by_flavor[flavor] = before + delta
             if indexed:
                 self.free_by_flavor[flavor] += delta
-                del self.buckets[flavor][before][name]
-                self.buckets[flavor][before + delta][name] = None
+                _rebucket(self.buckets[flavor], name, before, before + delta)
         if indexed:
             before = len(nf.free_gpus)
-            del self.buckets[ANY][before][name]
-            self.buckets[ANY][before + sign * len(gpus)][name] = None
+            _rebucket(self.buckets[ANY], name, before, before + sign * len(gpus))
+
+
+def _rebucket(buckets: list[list[str]], name: str, before: int, after: int) -> None:
+    """Move `name` from bucket `before` to bucket `after`, each kept in name order."""
+    old = buckets[before]
+    del old[bisect_left(old, name)]
+    insort(buckets[after], name)

@@ -92,6 +92,9 @@ class SchedulerConfig:
     ages after max(`aging_s`, this × seconds it ran). `demote_most_served_first`: demotion
     victims by highest LAS queue first (else least progress first). Both flags are on and
     the three knobs off by default, as measured on Philly B (docs/scheduler.md).
+    `least_served_first`: tenants' heads are ordered by their LAS queue (attained GPU
+    service) before weighted dominant share, within each class (heads within their
+    guarantee, then borrowers): idle capacity goes to the least-served job first.
     `policy`: `default` (this multi-tenant scheduler) or a baseline of `baselines.py`:
     `fifo`, `fifo-backfill`, `las`, `sjf-oracle`, `srtf-oracle` (the last two need oracle
     durations: simulation only).
@@ -107,3 +110,4 @@ class SchedulerConfig:
     demotion_min_run_s: float = 0.0
     aging_per_run_s: float = 0.0
     demote_most_served_first: bool = False
+    least_served_first: bool = True

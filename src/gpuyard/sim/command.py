@@ -72,6 +72,7 @@ def sim_config(
     tenant_queue: str,
     tenant_backfill: bool = True,
     tenant_preemption: bool = True,
+    least_served_first: bool = True,
 ) -> SimConfig:
     return SimConfig(
         cycle_s=cycle_s,
@@ -81,4 +82,5 @@ def sim_config(
         tenant_queue=QueuePolicy(tenant_queue),
         tenant_backfill=tenant_backfill,
         tenant_preemption=tenant_preemption,
+        least_served_first=least_served_first,
     )

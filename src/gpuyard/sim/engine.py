@@ -9,8 +9,7 @@ empty. Each cycle builds a `ClusterView` as `controller/view.py` does and applie
 `grace_s` later), then admissions (the job starts at once and runs its remaining time).
 A periodic cycle is skipped when the last cycle decided nothing, no event happened since, and
 the policy says nothing can change before then (`Scheduler.quiet_until`): such a cycle would
-decide nothing either (`SimResult.quiet_cycles` counts them). Opt-in (`skip_quiet`): not
-yet exact, see `SimConfig`.
+decide nothing either (`SimResult.quiet_cycles` counts them; `skip_quiet=False` runs them).
 
 A preempted job keeps the work up to its last checkpoint: checkpoints happen every
 `checkpoint_s` of run time from a per-job phase drawn from the seed; the rest is lost. It is
@@ -41,14 +40,15 @@ class SimConfig:
     checkpoint_s: float = 1800.0  # 0: a job checkpoints when told to stop, nothing is lost
     grace_s: int = 30
     seed: int = 0
-    tenant_queue: QueuePolicy = QueuePolicy.FIFO  # the tenants' queue policy (default)
+    tenant_queue: QueuePolicy = QueuePolicy.LAS  # the tenants' queue policy (default)
     aging_s: float = 3600.0
     # SchedulerConfig flags of `default` (scheduler/view.py), on by default as there
     tenant_backfill: bool = SchedulerConfig().tenant_backfill
     tenant_preemption: bool = SchedulerConfig().tenant_preemption
-    # skip periodic cycles the policy says cannot decide anything; off: not yet exact, a
-    # failed what-if reorders the snapshot's buckets (docs/benchmarks.md, Replay speed)
-    skip_quiet: bool = False
+    least_served_first: bool = SchedulerConfig().least_served_first
+    # skip periodic cycles the policy says cannot decide anything (exact: a cycle that
+    # decides nothing leaves the scheduler's snapshot as it found it; docs/sim.md)
+    skip_quiet: bool = True
 
 
 @dataclass(slots=True)
@@ -86,6 +86,7 @@ class SimResult:
     scheduler_s: float = 0.0
     unfinished: list[str] = field(default_factory=list)
     quiet_cycles: int = 0  # periodic cycles skipped: nothing changed, nothing could (below)
+    cpu_s: float = 0.0  # process CPU time of the replay
 
 
 class Simulator:
@@ -116,7 +117,7 @@ class Simulator:
             self._push(j.submit_s, ARRIVE, j.job_id, 1)
 
     def run(self) -> SimResult:
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         last_cycle = -math.inf
         while True:
             t = self.events[0][0] if self.events else math.inf
@@ -136,7 +137,7 @@ class Simulator:
                     continue
                 if not self._cycle() and not self.events:
                     break  # idle cluster, nothing can start: never will
-        return self._result(time.perf_counter() - began)
+        return self._result(time.perf_counter() - began, time.process_time() - cpu)
 
     # ---- events ------------------------------------------------------------------------
 
@@ -264,7 +265,7 @@ class Simulator:
             job.first_start, job.placement = now, placement.tasks
         self._push(now + remaining, END, job.trace.job_id, job.attempt)
 
-    def _result(self, wall_s: float) -> SimResult:
+    def _result(self, wall_s: float, cpu_s: float) -> SimResult:
         capacity = sum(len(n.gpus) for n in self.nodes)
         return SimResult(
             self.trace,
@@ -278,6 +279,7 @@ class Simulator:
             self.scheduler_s,
             sorted(j for j, s in self.jobs.items() if s.end is None),
             self.quiet_cycles,
+            cpu_s,
         )
 
 
@@ -287,6 +289,7 @@ def scheduler_config(c: SimConfig) -> SchedulerConfig:
         policy=c.policy,
         tenant_backfill=c.tenant_backfill,
         tenant_preemption=c.tenant_preemption,
+        least_served_first=c.least_served_first,
     )
 
 

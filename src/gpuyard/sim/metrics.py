@@ -58,6 +58,8 @@ class Summary:
     no_wait_jct_s: float
     replay_s: float
     cycles: int
+    replay_cpu_s: float = 0.0
+    quiet_cycles: int = 0
     tenants: tuple[TenantRow, ...] = field(default=())
 
     @property
@@ -98,6 +100,8 @@ def summarize(result: SimResult, private: Mapping[str, float] | None = None) -> 
         no_wait_jct_s=mean([j.trace.duration_s for j in done]),
         replay_s=result.wall_s,
         cycles=result.cycles,
+        replay_cpu_s=result.cpu_s,
+        quiet_cycles=result.quiet_cycles,
         tenants=tuple(tenant_rows(result, makespan, private or {})),
     )
 

@@ -49,6 +49,12 @@ def compare(
         result = simulate(trace, replace(base, policy=policy))
         results.append(result)
         summaries.append(summarize(result, private))
+        s = summaries[-1]
+        progress(
+            f"  {policy}: avg JCT {_h(s.avg_jct_s)} h, {s.preemptions:,} preemptions, "
+            f"{s.cycles:,} cycles ({s.quiet_cycles:,} skipped), replay {s.replay_s:.1f} s "
+            f"wall / {s.replay_cpu_s:.1f} s CPU"
+        )
     return Comparison(trace, summaries, results, private)
 
 
@@ -92,6 +98,8 @@ ROWS: list[tuple[str, Callable[[Summary], str]]] = [
     ("jobs finished", lambda s: f"{s.finished:,}/{s.jobs:,}"),
     ("avg JCT / no-wait bound", lambda s: f"{s.avg_jct_s / s.no_wait_jct_s:.4f}"),
     ("replay (s)", lambda s: f"{s.replay_s:.1f}"),
+    ("replay CPU (s)", lambda s: f"{s.replay_cpu_s:.1f}"),
+    ("cycles run (skipped)", lambda s: f"{s.cycles:,} ({s.quiet_cycles:,})"),
 ]
 
 
