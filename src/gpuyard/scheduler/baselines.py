@@ -286,9 +286,11 @@ class Greedy(Baseline):
     (preemptive policies), else it is skipped and later jobs may start (backfill)."""
 
     preemptive = False
+    _stopping: list[RunningJob] | None = None
 
     def run(self, view: ClusterView, p: Pass) -> None:
         jobs = self._queues.jobs
+        self._stopping = None  # computed when a head first needs victims
         pool: Sized | None = None if self.preemptive else []
         no_room = 1 << 30  # smallest task size that could not make room this cycle
         for entry in self._queues.queues.get("", ()):
@@ -317,6 +319,14 @@ class Greedy(Baseline):
     def make_room(self, view: ClusterView, p: Pass, job: JobDemand, pool) -> bool:
         return False
 
+    def stopping(self, view: ClusterView) -> list[RunningJob]:
+        """Jobs already stopping (preempted in an earlier cycle): the first victims of any
+        head, as in `default`, since their GPUs come back anyway — a head whose victims are
+        still in their grace period takes them again instead of stopping more jobs."""
+        if self._stopping is None:
+            self._stopping = [r for r in view.running if r.terminating]
+        return self._stopping
+
 
 class Sjf(Greedy):
     def key(self, job: JobDemand) -> tuple:
@@ -337,7 +347,7 @@ class Srtf(Sjf):
         return self._remaining
 
     def make_room(self, view: ClusterView, p: Pass, job: JobDemand, pool) -> bool:
-        victims = pool.longer_than(_oracle(job), view.now)
+        victims = self.stopping(view) + pool.longer_than(_oracle(job), view.now)
         return bool(victims) and p.try_preempt(
             job, victims, lambda r: f"preempted for {job.job_id}, a job with less time left"
         )
@@ -427,7 +437,7 @@ class Las(Greedy):
 
     def make_room(self, view: ClusterView, p: Pass, job: JobDemand, pool) -> bool:
         mine = self._queue(job.attained_gpu_s)
-        victims = []
+        victims = list(self.stopping(view))
         for r in pool:
             if self._level[r.job_id] <= mine:
                 break
