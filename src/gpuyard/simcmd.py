@@ -40,7 +40,7 @@ def sim(
     grace: Annotated[int, typer.Option(help="preemption grace period in seconds")] = 30,
     tenant_queue: Annotated[
         str, typer.Option(help="queue policy of the tenants under `default`: fifo or las")
-    ] = "las",
+    ] = "fifo",
     tenant_backfill: Annotated[
         bool,
         typer.Option(help="`default`: later jobs of a tenant may start behind its blocked head"),

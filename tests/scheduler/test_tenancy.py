@@ -241,9 +241,9 @@ CASES = [
         {"j1": C.INSUFFICIENT},
     ),
     (
-        "fifo-inside-tenant",
+        "fifo-inside-tenant",  # the default queue policy
         N8,
-        [make_tenant(A, 8, queue_policy=QueuePolicy.FIFO)],
+        [make_tenant(A, 8)],
         [make_running("ra", A, "n1", *range(7))],
         [make_job("j1", 1, tenant=A, attained_gpu_s=99_999), make_job("j2", 1, tenant=A)],
         ["j1"],
@@ -252,9 +252,9 @@ CASES = [
         {"j2": C.INSUFFICIENT},
     ),
     (
-        "las-inside-tenant",  # the default queue policy
+        "las-inside-tenant",
         N8,
-        [make_tenant(A, 8)],
+        [make_tenant(A, 8, queue_policy=QueuePolicy.LAS)],
         [make_running("ra", A, "n1", *range(7))],
         [make_job("j1", 1, tenant=A, attained_gpu_s=99_999), make_job("j2", 1, tenant=A)],
         ["j2"],

@@ -61,7 +61,7 @@ class Tenant:
     cpu_milli: int | None = None  # guaranteed CPU (None: not limited by quota)
     memory_mb: int | None = None  # guaranteed memory (None: not limited by quota)
     weight: float = 1.0  # fair-share weight across tenants
-    queue_policy: QueuePolicy = QueuePolicy.LAS
+    queue_policy: QueuePolicy = QueuePolicy.FIFO
     priority_preemption: bool = False  # may a higher-priority job preempt one of the tenant's?
     preemption_grace_s: int = 30  # SIGTERM → SIGKILL for this tenant's preempted jobs
     max_gpus_per_user: int | None = None

@@ -40,7 +40,7 @@ class SimConfig:
     checkpoint_s: float = 1800.0  # 0: a job checkpoints when told to stop, nothing is lost
     grace_s: int = 30
     seed: int = 0
-    tenant_queue: QueuePolicy = QueuePolicy.LAS  # the tenants' queue policy (default)
+    tenant_queue: QueuePolicy = QueuePolicy.FIFO  # the tenants' queue policy (default)
     aging_s: float = 3600.0
     # SchedulerConfig flags of `default` (scheduler/view.py), on by default as there
     tenant_backfill: bool = SchedulerConfig().tenant_backfill
