@@ -46,45 +46,34 @@ def may_fit(
     extra: Mapping[str, Collection[int]],
 ) -> bool:
     """False only when `job`'s whole-GPU tasks cannot all be placed on GPUs of `flavor`, even
-    with the GPUs `extra` names (per node) free too: counted per node, CPU and memory aside.
-    A necessary condition for `place_gang` to succeed on any snapshot where at most those
-    GPUs are freed, so a what-if preemption that it rules out could never have succeeded.
-    It holds when, for each task size s, the tasks of s GPUs or more are at most the sum over
-    nodes of ⌊free GPUs / s⌋ (a node with f free hosts at most ⌊f/s⌋ of them)."""
-    sizes = sorted(
-        (t.resources.gpus for t in job.tasks if t.gpu_share is None and t.resources.gpus),
-        reverse=True,
-    )
-    if not sizes:
-        return True
-    buckets = snapshot.buckets.get(flavor or ANY, [])
-    free: dict[str, int] = {n: c for c in range(1, len(buckets)) for n in buckets[c]}
+    with the GPUs `extra` names (per node) free too: `FreeCounts`' bound, counted per node,
+    CPU and memory aside. A necessary condition for `place_gang` to succeed on any snapshot
+    where at most those GPUs are freed, so a what-if preemption that it rules out could
+    never have succeeded."""
+    counts = FreeCounts(snapshot, job, flavor)
     for name, gpus in extra.items():
         nf = snapshot.nodes.get(name)
         if nf is None or not nf.node.schedulable:
             continue
-        more = sum(
-            1
-            for i in set(gpus)
-            if i in nf.flavor_of
-            and i not in nf.free_gpus
-            and (flavor is None or nf.flavor_of[i] == flavor)
+        counts.add(
+            name,
+            sum(
+                1
+                for i in set(gpus)
+                if i in nf.flavor_of
+                and i not in nf.free_gpus
+                and (flavor is None or nf.flavor_of[i] == flavor)
+            ),
         )
-        if more:
-            free[name] = free.get(name, 0) + more
-    if sum(free.values()) < sum(sizes):
-        return False
-    for n, s in enumerate(sizes, 1):
-        if (n == len(sizes) or sizes[n] != s) and sum(f // s for f in free.values()) < n:
-            return False
-    return True
+    return counts.possible()
 
 
 class FreeCounts:
-    """`may_fit`'s count bound, kept up to date as victims leave one by one: free GPUs of
-    `flavor` per node and, per task size s of `job`, Σ ⌊free / s⌋. `possible()` is False
-    when no placement of the job's whole-GPU tasks exists now, so a trial placement after a
-    removal is only tried once it is."""
+    """A count bound on placing `job`'s whole-GPU tasks on GPUs of `flavor`: free GPUs per
+    node and, per task size s, Σ ⌊free / s⌋ (a node with f free hosts at most ⌊f/s⌋ tasks of
+    s GPUs). `possible()` is False when the tasks of s GPUs or more outnumber that sum for
+    some s, i.e. when no placement exists; kept up to date as victims leave one by one, so a
+    trial placement after a removal is only tried once one can exist."""
 
     def __init__(self, snapshot: ClusterSnapshot, job: JobDemand, flavor: str | None) -> None:
         sizes = sorted(
@@ -113,12 +102,20 @@ class FreeCounts:
             if nf is None or not nf.node.schedulable:
                 continue
             new = nf.free_by_flavor.get(self.flavor, 0) if self.flavor else len(nf.free_gpus)
-            old = self.free.get(name, 0)
-            if new != old:
-                self.free[name] = new
-                self.total += new - old
-                for s in self.room:
-                    self.room[s] += new // s - old // s
+            self._set(name, new)
+
+    def add(self, name: str, more: int) -> None:
+        """Count `more` GPUs of node `name` as free too (a what-if: not read from the node)."""
+        if self.need and more:
+            self._set(name, self.free.get(name, 0) + more)
+
+    def _set(self, name: str, new: int) -> None:
+        old = self.free.get(name, 0)
+        if new != old:
+            self.free[name] = new
+            self.total += new - old
+            for s in self.room:
+                self.room[s] += new // s - old // s
 
 
 def _on_one_node(
