@@ -212,6 +212,29 @@ def test_toolkit_hook_without_cdi(
 
 
 @pytest.mark.container
+def test_a_poststart_hook_runs_so_the_container_is_started_by_the_runtime(
+    runtime: ContainerRuntime, make_launch: MakeLaunch, tmp_path: Path, dev_root: Path,
+    cdi_dir: Path, gpu_image: Path,
+) -> None:
+    """A CDI spec's `poststart` hook is run by `<rt> start` only: such a task is never started
+    in process (through crun's exec fifo), and the hook runs."""
+    marker = tmp_path / "poststart.ran"
+    spec_file = cdi_dir / "nvidia.json"
+    spec = json.loads(spec_file.read_text())
+    spec["containerEdits"]["hooks"] = [
+        {"hookName": "poststart", "path": "/bin/sh", "args": ["sh", "-c", f"cat > {marker}"]}
+    ]
+    spec_file.write_text(json.dumps(spec))
+    runtime.gpu_setup = GpuSetup(dev_root=dev_root, cdi_dirs=(cdi_dir,), hook=None)
+    runtime.images.import_file(gpu_image, "gpu:1")
+    launch = make_launch("true", gpus=(GPUS[1],), image="gpu:1")
+    exit_ = run_task(runtime, launch)
+    assert exit_.reason == TaskReason.COMPLETED, exit_.message
+    assert task_json(runtime, launch.key)["startInProcess"] is False
+    assert json.loads(marker.read_text())["id"] == launch.key  # the hook got the state
+
+
+@pytest.mark.container
 def test_host_root_task_gets_its_nodes_and_no_driver_edits(
     runtime: ContainerRuntime, make_launch: MakeLaunch, tmp_path: Path, dev_root: Path,
     cdi_dir: Path,

@@ -222,3 +222,19 @@ def test_tasks_start_concurrently(runtime: ContainerRuntime, make_launch: MakeLa
     for launch in launches:
         assert wait_exited(runtime, launch.key).reason == TaskReason.COMPLETED
     assert sorted(p.name for p in (tmp_path / "output").iterdir()) == [str(i) for i in range(6)]
+
+
+def test_crun_starts_the_container_in_process_runc_by_its_start(
+    runtime: ContainerRuntime, make_launch: MakeLaunch, tmp_path: Path
+) -> None:
+    """crun's created container is released through its exec fifo, with no second crun
+    process; runc's by `runc start`. Either way the task runs and its exit is recorded."""
+    launch = make_launch("echo started > /output/marker; exit 3")
+    exit_ = run_task(runtime, launch)
+    assert (exit_.reason, exit_.exit_code) == (TaskReason.error(3), 3), exit_
+    assert (tmp_path / "output" / "marker").read_text() == "started\n"
+    td = runtime.task_dir(launch.key)
+    in_process = runtime.name == "crun"
+    assert read_json(td.task)["startInProcess"] is in_process
+    how = "through its exec fifo" if in_process else "by runc start"
+    assert f"started {how}" in td.supervisor_log.read_text()

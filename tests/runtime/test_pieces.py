@@ -17,6 +17,7 @@ from gpuyard.runtime.exits import (
     with_log,
 )
 from gpuyard.runtime.oci import build_config, hostname
+from gpuyard.runtime.ociruntime import OciRuntime, release_exec_fifo, starts_in_process
 from gpuyard.runtime.rootfs import HostRootfs, Rootfs
 from gpuyard.runtime.taskdir import TaskDir, check_key, exit_from_json, exit_to_json
 from gpuyard.runtime.types import TaskExit, TaskLaunch
@@ -162,3 +163,45 @@ def test_keys_and_exit_files(tmp_path: Path) -> None:
     td = TaskDir(tmp_path)
     td.write_exit(exit_)
     assert td.read_exit() == exit_ and exit_from_json({"nope": 1}) is None
+
+
+# --- starting a created crun container in process ---------------------------------------------
+
+
+def test_release_exec_fifo_writes_one_byte_to_the_waiting_reader(tmp_path: Path) -> None:
+    fifo = tmp_path / "exec.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # as crun's init holds it
+    try:
+        assert release_exec_fifo(fifo)
+        assert os.read(reader, 8) == b"\0"
+    finally:
+        os.close(reader)
+    assert not fifo.exists()  # as after `crun start`: the container reads as running
+
+
+def test_release_exec_fifo_does_nothing_without_a_fifo_or_a_reader(tmp_path: Path) -> None:
+    assert not release_exec_fifo(tmp_path / "missing")
+    fifo = tmp_path / "exec.fifo"
+    os.mkfifo(fifo)
+    assert not release_exec_fifo(fifo)  # no init reading it (ENXIO): left for `<rt> start`
+    assert fifo.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "hooks", "in_process"),
+    [
+        ("crun", None, True),
+        ("crun", {"prestart": [{"path": "/bin/true"}]}, True),
+        ("crun", {"poststart": [{"path": "/bin/true"}]}, False),  # only `crun start` runs it
+        ("runc", None, False),  # runc's fifo goes the other way
+    ],
+)
+def test_which_containers_start_in_process(
+    name: str, hooks: dict[str, object] | None, in_process: bool
+) -> None:
+    rt = OciRuntime(name, f"/usr/bin/{name}", f"/run/gpuyard/{name}")
+    config = {"hooks": hooks} if hooks else {}
+    assert starts_in_process(rt, config) is in_process
+    fifo = rt.exec_fifo("t-1")
+    assert fifo == (Path("/run/gpuyard/crun/t-1/exec.fifo") if name == "crun" else None)

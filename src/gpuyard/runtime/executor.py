@@ -40,7 +40,7 @@ from gpuyard.runtime.images import ImageStore
 from gpuyard.runtime.mps import MpsDaemons, mps_mounts
 from gpuyard.runtime.notify import NotifyListener
 from gpuyard.runtime.oci import build_config, cgroup_path, write_hosts_files
-from gpuyard.runtime.ociruntime import OciRuntime, pick_runtime
+from gpuyard.runtime.ociruntime import OciRuntime, pick_runtime, starts_in_process
 from gpuyard.runtime.overlay import overlay_root, release, sweep_stale_mounts
 from gpuyard.runtime.procwait import wait_pid_ready
 from gpuyard.runtime.rootfs import HostRootfs, Rootfs
@@ -167,6 +167,7 @@ class ContainerRuntime:
                 "imageDigest": digest,
                 "overlay": digest is not None,
                 "gpuDriver": driver,
+                "startInProcess": starts_in_process(self.rt, config),
             },
         )
         write_json(td.config, config)

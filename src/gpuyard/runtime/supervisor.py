@@ -19,9 +19,11 @@ Life. It becomes a child subreaper (prctl PR_SET_CHILD_SUBREAPER), then:
 1. `<rt> create` with stdin /dev/null and stdout+stderr on `<task_dir>/log` (O_APPEND), which
    the container's process inherits. `create` exits leaving the container's init behind, and
    the kernel reparents it to this subreaper, so it is our child: we can waitpid it.
-2. `<rt> start`, then writes `started` (the node now reports RUNNING) and sends the start
-   hint. (Not `<rt> run --detach`, one runtime process less: a container that ends at once
-   can be reaped by the runtime before it exits, and its exit status is lost.)
+2. Starts it: crun's by releasing its exec fifo in this process, as `crun start` would
+   (`ociruntime.release_exec_fifo`; the task spec's `startInProcess`, false with runc or a
+   `poststart` hook), else `<rt> start`; then writes `started` (the node now reports RUNNING)
+   and sends the start hint. (Not `<rt> run --detach`: a container that ends at once can be
+   reaped by the runtime before it exits, and its exit status is lost.)
 3. Waits (pidfd + select) for the init to exit, or for a stop request: SIGTERM to this process,
    with `stop.json` holding the grace. A stop sends `<rt> kill <id> TERM` (the container's
    pid 1 gets it; a pid 1 only receives signals it handles, as under Docker and Kubernetes),
@@ -57,7 +59,7 @@ from gpuyard.runtime.exits import (
     runtime_errors,
     with_log,
 )
-from gpuyard.runtime.ociruntime import OciRuntime
+from gpuyard.runtime.ociruntime import OciRuntime, release_exec_fifo
 from gpuyard.runtime.overlay import release
 from gpuyard.runtime.procwait import run_exact
 from gpuyard.runtime.taskdir import TaskDir, process_starttime, read_json, write_json
@@ -119,6 +121,7 @@ class Supervisor:
         self.cgroup = str(spec["cgroupPath"])
         self.memory_mb = int(spec.get("memoryMb") or 0)
         self.overlay = bool(spec.get("overlay"))
+        self.start_in_process = bool(spec.get("startInProcess"))
         self.stop_requested = False
         self.term_at: float | None = None  # monotonic time SIGTERM was sent
         self.kill_at: float | None = None  # monotonic time SIGKILL was sent
@@ -156,6 +159,18 @@ class Supervisor:
             self.cid,
         )
         return int(self.td.container_pid.read_text().strip())
+
+    def start(self, log_fd: int) -> str:
+        """Start the created container: in this process when it may, else `<rt> start`;
+        says which."""
+        fifo = self.rt.exec_fifo(self.cid) if self.start_in_process else None
+        try:
+            if fifo is not None and release_exec_fifo(fifo):
+                return "through its exec fifo"
+        except OSError as e:
+            raise LaunchFailed(f"cannot start the container through {fifo}: {e}") from e
+        self._launch_step(log_fd, "start", self.cid)
+        return f"by {self.rt.name} start"
 
     def delete(self) -> None:
         """Delete the container, then unmount its overlay root (if it has one)."""
@@ -275,7 +290,7 @@ class Supervisor:
                 self._abort(init_pid)
                 self.finish(None, TaskReason.CANCELLED, "stopped before the container started")
                 return None
-            self._launch_step(log_fd, "start", self.cid)
+            how = self.start(log_fd)
         except LaunchFailed as e:
             self._abort(init_pid)
             self.finish_launch_failed(str(e))
@@ -283,7 +298,7 @@ class Supervisor:
         finally:
             os.close(log_fd)
         self.td.mark_started(time.time())
-        say(f"container {self.cid} started, init pid {init_pid}")
+        say(f"container {self.cid} started {how}, init pid {init_pid}")
         return init_pid
 
     def _abort(self, init_pid: int | None) -> None:
