@@ -52,6 +52,10 @@ def sim(
         bool,
         typer.Option(help="`default`: tenants' heads by LAS queue before fair share (Tiresias)"),
     ] = True,
+    aged_holds: Annotated[
+        bool,
+        typer.Option(help="`default`: hold the GPU flavors of an aged head that cannot start"),
+    ] = False,
     seeds: Annotated[
         int, typer.Option(help="openb: seeds per policy (42, 43, ...), as the FGD paper's 10")
     ] = 10,
@@ -73,6 +77,7 @@ def sim(
             tenant_backfill,
             tenant_preemption,
             least_served_first,
+            aged_holds,
         )
         run_sim(trace, trace_dir, quotas, policy, out, config, limit, console)
     except (ValueError, OSError) as e:

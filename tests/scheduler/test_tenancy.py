@@ -6,7 +6,7 @@ import pytest
 
 from builders import held, make_job, make_node, make_running, make_tenant
 from gpuyard.model import QueuePolicy, RunningJob, TenantUsage
-from gpuyard.scheduler import ClusterView, PendingCode, Scheduler
+from gpuyard.scheduler import ClusterView, PendingCode, Scheduler, SchedulerConfig
 
 C = PendingCode
 A, B = "a", "b"
@@ -288,7 +288,7 @@ CASES = [
         {"j2": C.INSUFFICIENT},
     ),
     (
-        "aged-job-holds-its-flavor",
+        "aged-job-holds-nothing-by-default",  # SchedulerConfig.aged_holds is off
         N8,
         [make_tenant(A, 0), make_tenant(B, 0)],
         [make_running("r", B, "n1", 0, 1, 2, 3, borrowed=4)],
@@ -296,10 +296,10 @@ CASES = [
             make_job("j1", 8, tenant=A, submitted_at=-4000),
             make_job("j2", 1, tenant=B, submitted_at=50),
         ],
+        ["j2"],
+        ["j2"],
         [],
-        [],
-        [],
-        {"j1": C.INSUFFICIENT, "j2": C.BEHIND},
+        {"j1": C.INSUFFICIENT},
     ),
     (
         "user-gpu-limit",
@@ -442,3 +442,20 @@ def test_parked_tenant_is_woken_by_a_release():
     assert first.pending_reasons == again.pending_reasons
     freed = scheduler.cycle(ClusterView(tuple(N8), tenants, (), queued, {}, 12.0))
     assert [p.job_id for p in freed.admit] == ["j1"]
+
+
+@pytest.mark.parametrize("parked", [False, True])
+def test_an_aged_head_holds_its_flavor_with_aged_holds(parked):
+    """With `aged_holds`, the aged j1 (8 GPUs, 4 free) holds the node's flavor: j2 of another
+    tenant waits behind it. From the second cycle on j1 is parked (nothing was released) and
+    its hold must stay (it used to lapse while parked)."""
+    scheduler = Scheduler(SchedulerConfig(aged_holds=True))
+    tenants = {A: make_tenant(A, 0), B: make_tenant(B, 0)}
+    running = (make_running("r", B, "n1", 0, 1, 2, 3, borrowed=4),)
+    queued = (
+        make_job("j1", 8, tenant=A, submitted_at=-4000),
+        make_job("j2", 1, tenant=B, submitted_at=50),
+    )
+    for now in (100.0, 160.0, 220.0) if parked else (100.0,):
+        result = scheduler.cycle(ClusterView(tuple(N8), tenants, running, queued, {}, now))
+        assert summary(result) == ([], [], [], {"j1": C.INSUFFICIENT, "j2": C.BEHIND}), now

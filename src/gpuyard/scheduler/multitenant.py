@@ -24,6 +24,8 @@ parked tenants), never truth. It reads as its phases:
 
 Parking (Kueue): a tenant whose head could not start is not re-examined while nothing that
 could help it changed — same head, same nodes and tenants, no resource it can use released.
+A parked aged head keeps holding its GPU flavors, as it did when it was last tried (before,
+its hold lapsed in every cycle it was parked, and others started on what it waits for).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Parked:
     wake_on: frozenset[str]
     aged: bool
     reason: PendingReason
+    holds: frozenset[str]  # flavors it holds while parked (an aged head), as when tried
 
 
 class Scheduler:
@@ -63,16 +66,29 @@ class Scheduler:
         self._facts: dict[str, Facts] = {}  # job id → what its admission needs, see Round
         self._victims = VictimTable()  # what preemption reads of each running job
         self._baseline: Baseline | None = None
+        self._unsettled = 0  # heads of the last cycle a later one might decide otherwise
         if self.config.policy != "default":
             self._baseline = make_baseline(self.config)
 
     def quiet_until(self, view: ClusterView) -> float:
         """After a cycle on `view` that decided nothing: until when the same queue and
-        running jobs decide nothing either (a baseline's answer; `default` ages jobs and
-        gives none: `now`)."""
+        running jobs decide nothing either (a baseline answers for itself).
+
+        `default`: until the next queued job ages, if every head's outcome in that cycle
+        was settled (`Blocked.settled`). A head that waited (`_wait`) is parked in the next
+        cycle, with the same reason and holds, and not tried again while nothing is
+        released; a head blocked by another's hold is blocked by the same hold again; a
+        backfill candidate that did not fit still does not, on the same snapshot. So the next
+        cycle decides nothing either, and its order changes only when a job ages. What does
+        change with time alone — which running jobs may be demoted, and the victims' order
+        by progress — is read only by a head waiting for its victims to stop (unsettled:
+        `now`, nothing skipped), never by a parked one. Budgets (usage grows with time) give
+        no hint either."""
         if self._baseline is not None:
             return self._baseline.quiet_until(view)
-        return view.now
+        if self._unsettled or any(t.gpu_hour_budget is not None for t in view.tenants.values()):
+            return view.now
+        return self._queues.next_aging()
 
     def cycle(self, view: ClusterView) -> CycleResult:
         if self._baseline is not None:
@@ -96,6 +112,7 @@ class Scheduler:
             self._victims,
         )
         # 3. nominate: the first job of each tenant that may be considered now.
+        self._unsettled = 0
         heap = [rnd.order_key(t) for t in queues if rnd.advance(t)]
         # 4. order: tenants by weighted dominant share, lowest first.
         heapq.heapify(heap)
@@ -115,14 +132,16 @@ class Scheduler:
         parked = self._parked.get(tenant)
         if parked and parked.head == head.job_id and parked.aged == rnd.aged(head):
             rnd.block(tenant, parked.reason)
+            rnd.hold(head, parked.holds)
             return False
         outcome = rnd.try_admit(tenant, head)
         if isinstance(outcome, JobPlacement):
             self._parked.pop(tenant, None)
             return True
+        self._unsettled += not outcome.settled
         if outcome.parkable:
             self._parked[tenant] = Parked(
-                head.job_id, outcome.wake_on, rnd.aged(head), outcome.reason
+                head.job_id, outcome.wake_on, rnd.aged(head), outcome.reason, outcome.holds
             )
         else:
             self._parked.pop(tenant, None)

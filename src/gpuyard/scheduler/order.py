@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import math
 from collections.abc import Mapping
 
 from gpuyard.model import JobDemand, QueuePolicy, Tenant
@@ -84,6 +85,11 @@ class TenantQueues:
             if _policy(tenants, tenant) is not policy:
                 self._rebuild(tenant, tenants, now)
         return self.queues
+
+    def next_aging(self) -> float:
+        """No queued job ages before this time (inf: none will; the earliest entry may be of
+        a job that left the queue since, which makes it earlier, never later)."""
+        return self._aging[0][0] + self.config.aging_s if self._aging else math.inf
 
     def _remove(self, job: JobDemand) -> None:
         entry = self._entry.pop(id(job), None)

@@ -33,11 +33,16 @@ ALL_WAKE = frozenset({CPU, MEMORY})
 
 @dataclass(frozen=True, slots=True)
 class Blocked:
-    """A head that cannot start now; `parkable` when only a release in `wake_on` can help."""
+    """A head that cannot start now; `parkable` when only a release in `wake_on` can help;
+    `holds`: the GPU flavors it holds (an aged head: nobody else starts on them);
+    `settled`: a later cycle on the same queue and running jobs blocks it the same way (not
+    so for a head waiting for its victims to stop: time changes who else may be stopped)."""
 
     reason: PendingReason
     parkable: bool = False
     wake_on: frozenset[str] = field(default_factory=frozenset)
+    holds: frozenset[str] = frozenset()
+    settled: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +226,11 @@ class Round:
         self.reasons[head_id] = blocked.reason
         return blocked
 
+    def hold(self, job: JobDemand, flavors: frozenset[str]) -> None:
+        """Hold `flavors` for the aged `job` in this cycle (first holder wins)."""
+        for f in sorted(flavors):
+            self.reserved.setdefault(f, job)
+
     def _open(self, flavor: str | None, job: JobDemand) -> bool:
         holder = self.reserved.get(flavor) if flavor else None
         return holder is None or holder.job_id == job.job_id
@@ -360,7 +370,7 @@ class Round:
             f"({names}); it starts once they have, within {max(graces)} s",
             estimated_start=self.view.now + max(graces),
         )
-        return Blocked(reason)
+        return Blocked(reason, settled=False)
 
     def _grace(self, r: RunningJob) -> int:
         t = self.view.tenants.get(r.tenant) or Tenant(r.tenant)
@@ -400,14 +410,13 @@ class Round:
             wake = frozenset({flavor}) if flavor else ALL_WAKE
             return Blocked(reason, parkable=True, wake_on=wake)
         flavor = physical[0][0]
-        if self.aged(head):
-            for f, _ in physical:
-                if f is not None:
-                    self.reserved.setdefault(f, head)
+        flavors = frozenset(f for f, _ in physical if f)
+        holds = flavors if self.config.aged_holds and self.aged(head) else frozenset()
+        self.hold(head, holds)
         reason = self._with_estimate(capacity_reason(self.state, head, flavor), head, flavor)
         gpus_short = flavor is not None and self.state.free(flavor) < head.total.gpus
-        wake = frozenset(f for f, _ in physical if f) | (frozenset() if gpus_short else ALL_WAKE)
-        return Blocked(reason, parkable=True, wake_on=wake)
+        wake = flavors | (frozenset() if gpus_short else ALL_WAKE)
+        return Blocked(reason, parkable=True, wake_on=wake, holds=holds)
 
     def _misfit(
         self,

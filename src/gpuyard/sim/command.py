@@ -73,6 +73,7 @@ def sim_config(
     tenant_backfill: bool = True,
     tenant_preemption: bool = True,
     least_served_first: bool = True,
+    aged_holds: bool = False,
 ) -> SimConfig:
     return SimConfig(
         cycle_s=cycle_s,
@@ -83,4 +84,5 @@ def sim_config(
         tenant_backfill=tenant_backfill,
         tenant_preemption=tenant_preemption,
         least_served_first=least_served_first,
+        aged_holds=aged_holds,
     )

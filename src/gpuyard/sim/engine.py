@@ -46,6 +46,7 @@ class SimConfig:
     tenant_backfill: bool = SchedulerConfig().tenant_backfill
     tenant_preemption: bool = SchedulerConfig().tenant_preemption
     least_served_first: bool = SchedulerConfig().least_served_first
+    aged_holds: bool = SchedulerConfig().aged_holds
     # skip periodic cycles the policy says cannot decide anything (exact: a cycle that
     # decides nothing leaves the scheduler's snapshot as it found it; docs/sim.md)
     skip_quiet: bool = True
@@ -290,6 +291,7 @@ def scheduler_config(c: SimConfig) -> SchedulerConfig:
         tenant_backfill=c.tenant_backfill,
         tenant_preemption=c.tenant_preemption,
         least_served_first=c.least_served_first,
+        aged_holds=c.aged_holds,
     )
 
 
