@@ -300,7 +300,9 @@ class Round:
         if not c.tenant_preemption:
             return None
         own = self._las_demotes(head.tenant)
-        return demotion(head, c.las_thresholds_gpu_s, c.demotion_min_run_s, own)
+        demote = demotion(head, c.las_thresholds_gpu_s, c.demotion_min_run_s, own)
+        # a head in the last LAS queue demotes nobody: no job is in a higher one
+        return demote if demote.level < len(demote.thresholds) else None
 
     def _preemptible(self) -> list[Row]:
         """Running jobs that some head might preempt: borrowers, stopping jobs, and every job
