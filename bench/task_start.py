@@ -5,7 +5,8 @@ into the node's image store, then N times, interleaved (the order rotates each r
 runner follows each other equally often; between runs the previous one's leftovers, such as
 podman's asynchronous `container cleanup`, are waited out, outside the numbers):
   1. ours: `ContainerRuntime.start(launch)` of a task on that image, the real node path
-     (image resolve, overlay mount, OCI config, supervisor, `crun create` + `crun start`);
+     (image resolve, overlay mount, OCI config, supervisor, `crun create`, then the start:
+     crun's exec fifo released by the supervisor, docs/runtime.md);
   2. bare: `crun run` of the same OCI config on the same unpacked rootfs (read-only lower dir,
      no overlay, no supervisor), one synchronous process;
   3. podman (when installed): `podman run --rm --network none` of the same image.
@@ -15,8 +16,8 @@ podman). "Running" is the moment the task's first instruction runs inside its co
 command is `echo $EPOCHREALTIME > /output/ready`, so the container's own shell reads the clock
 (CLOCK_REALTIME, shared with the host: no time namespace) as its first act and we read the
 value back afterwards. Polling and waiting in the bench do not enter the numbers. For ours the
-runtime's own report (`started`, written by the supervisor after `crun start`) and the time
-`start()` took to return are printed too.
+runtime's own report (`started`, written by the supervisor once the container is started)
+and the time `start()` took to return are printed too.
 
 With `--exec-too`, ours is also run with a freshly exec'd Python supervisor per task (no
 zygote: the path before the zygote, and the fallback), in the same interleaved loop.
@@ -306,7 +307,7 @@ def report(args: argparse.Namespace, rt: ContainerRuntime, samples: dict[str, li
     print(row("  supervisor recorded (zygote wrote its pid)", ours.recorded, None))
     print(row("  start() returned", ours.returned, None))
     print(row(f"  {rt.name} create done (init pid written)", ours.created, None))
-    print(row(f"  first instruction (after {rt.name} start)", samples["ours"], None))
+    print(row("  first instruction (after the start)", samples["ours"], None))
     print(row("  runtime's own report (started file)", ours.reported, None))
     print(f"mean ours {statistics.mean(samples['ours']) * 1000:.1f} ms, "
           f"bare {statistics.mean(samples['bare']) * 1000:.1f} ms")
