@@ -138,7 +138,7 @@ def test_lost_node_fails_its_tasks_as_node_lost_and_the_job_retries(ray_server, 
     assert lost, job["events"]
     job = ray_server.wait(job_id, timeout=180)
     assert job["state"] == "SUCCEEDED", job
-    assert job["attempt"] == 2 and job["retriesUsed"] == 0, job
+    assert job["attempt"] == 2 and job["retriesUsed"] == 0, (job["events"], job["tasks"])
     retried = [t for t in job["tasks"] if t["attempt"] == 2]
     assert victim not in {t["node"] for t in retried}, retried
     assert len({t["node"] for t in retried}) == 2
