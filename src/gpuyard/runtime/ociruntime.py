@@ -17,7 +17,7 @@ Starting a created crun container without a second crun process: `crun create` l
 container's init blocked reading `<root>/<id>/exec.fifo`, and all `crun start` does besides
 re-reading the container's state is to open that fifo for writing, unlink it and write one
 byte, then run the config's `poststart` hooks. `release_exec_fifo` does the same in the
-caller's process (about 6 ms less per task here: docs/runtime.md), for crun only and only for
+caller's process (4–6 ms less per start here: docs/runtime.md), for crun only and only for
 a config without `poststart` hooks; when the fifo is not there (another layout) or has no
 reader (the init is gone), it answers False and the caller runs `<rt> start`, which reports
 the error in its own words. runc's fifo goes the other way (its init writes), and runc keeps

@@ -24,8 +24,9 @@ parked tenants), never truth. It reads as its phases:
 
 Parking (Kueue): a tenant whose head could not start is not re-examined while nothing that
 could help it changed — same head, same nodes and tenants, no resource it can use released.
-A parked aged head keeps holding its GPU flavors, as it did when it was last tried (before,
-its hold lapsed in every cycle it was parked, and others started on what it waits for).
+With `aged_holds`, a parked aged head keeps holding its GPU flavors, as it did when it was
+last tried (before, its hold lapsed in every cycle it was parked, and others started on what
+it waits for).
 """
 
 from __future__ import annotations
