@@ -74,10 +74,10 @@ def sim(
             grace,
             seed,
             tenant_queue,
-            tenant_backfill,
-            tenant_preemption,
-            least_served_first,
-            aged_holds,
+            tenant_backfill=tenant_backfill,
+            tenant_preemption=tenant_preemption,
+            least_served_first=least_served_first,
+            aged_holds=aged_holds,
         )
         run_sim(trace, trace_dir, quotas, policy, out, config, limit, console)
     except (ValueError, OSError) as e:

@@ -6,11 +6,10 @@ cycles (`RemainingPool`) in the order a full sort of the running jobs gives."""
 from __future__ import annotations
 
 import math
-import random
 from dataclasses import replace
 
 import pytest
-from test_sim import random_trace, tiny
+from test_sim import random_trace
 
 from builders import make_running
 from gpuyard.model import QueuePolicy
@@ -20,7 +19,6 @@ from gpuyard.scheduler.remaining import RemainingPool
 from gpuyard.scheduler.view import ViewChanges
 from gpuyard.sim import SimConfig
 from gpuyard.sim.engine import simulate
-from gpuyard.sim.traces import with_quotas
 
 CONFIGS = [
     SimConfig(policy="fifo"),
@@ -39,13 +37,14 @@ CONFIGS = [
 
 def waiting_trace(seed: int, n: int = 300):
     """Long jobs on a loaded cluster: queues that stay blocked for hours between events."""
-    rng = random.Random(seed)
-    t, jobs = 0.0, []
-    for i in range(n):
-        t += rng.expovariate(1 / 600)
-        gpus = rng.choice([1, 1, 2, 4, 8, 16])
-        jobs.append((f"j{i:04d}", t, rng.uniform(600, 40000), gpus, rng.choice("abc")))
-    return with_quotas(tiny(jobs, {}, per_node=8), "demand:0.9", None)
+    return random_trace(
+        seed,
+        n,
+        mean_gap_s=600.0,
+        durations_s=(600.0, 40000.0),
+        gpus=(1, 1, 2, 4, 8, 16),
+        quotas="demand:0.9",
+    )
 
 
 def outcome(result):

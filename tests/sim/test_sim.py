@@ -88,15 +88,25 @@ def test_fifo_capacity_never_borrows():
     assert r.unfinished == ["b1"]
 
 
-def random_trace(seed: int, n: int = 300) -> Trace:
+def random_trace(
+    seed: int,
+    n: int = 300,
+    *,
+    mean_gap_s: float = 60.0,
+    durations_s: tuple[float, float] = (60.0, 4000.0),
+    gpus: tuple[int, ...] = (1, 1, 1, 2, 4, 8, 16),
+    quotas: str = "demand:0.7",
+) -> Trace:
+    """`n` jobs of tenants a, b, c arriving at random (mean gap `mean_gap_s`), of uniform
+    durations in `durations_s` and GPUs drawn from `gpus`, on 8-GPU nodes sized by `quotas`."""
     rng = random.Random(seed)
     t, jobs = 0.0, []
     for i in range(n):
-        t += rng.expovariate(1 / 60)
-        gpus = rng.choice([1, 1, 1, 2, 4, 8, 16])
-        jobs.append((f"j{i:04d}", t, rng.uniform(60, 4000), gpus, rng.choice("abc")))
+        t += rng.expovariate(1 / mean_gap_s)
+        size = rng.choice(gpus)
+        jobs.append((f"j{i:04d}", t, rng.uniform(*durations_s), size, rng.choice("abc")))
     trace = tiny(jobs, {}, per_node=8)
-    return with_quotas(trace, "demand:0.7", None)
+    return with_quotas(trace, quotas, None)
 
 
 @pytest.mark.parametrize("policy", ["default", "las", "srtf-oracle", "fifo"])
