@@ -188,6 +188,39 @@ def could_fit(
     return any(may_fit(state.snapshot, job, f, extra) for f in flavors)
 
 
+def removable(
+    state: ClusterState, job: JobDemand, pool: list[RunningJob], stopping: Collection[str] = ()
+) -> list[RunningJob]:
+    """The jobs of `pool` that `find_victims` would remove, in order, if no placement were
+    found first: those still charged whose removal `still_borrowing` allows when their turn
+    comes. Worked out on a copy of the tenants' usage, the state untouched: a tenant's
+    borrowing only falls as its jobs are removed, so a job skipped here would be skipped
+    there too, and `could_fit` on this list is the exact bound of the removal loop."""
+    book, used = state.book, {}
+    out: list[RunningJob] = []
+    for r in pool:
+        c = state.charged.get(r.job_id)
+        if c is None:
+            continue
+        if not (
+            r.tenant == job.tenant
+            or r.terminating
+            or r.job_id in stopping
+            or any(_borrows(book, used, r.tenant, key) for key, amount in r.borrowed if amount > 0)
+        ):
+            continue
+        out.append(r)
+        for key, amount in c.usage.items():
+            used[c.tenant, key] = used.get((c.tenant, key), book.usage(c.tenant, key)) - amount
+    return out
+
+
+def _borrows(book: QuotaBook, used: dict[tuple[str, str], int], tenant: str, key: str) -> bool:
+    """`book.borrowing(tenant, key) > 0` once usage is as in `used` (where it says)."""
+    guaranteed = book.guarantee(tenant, key)
+    return guaranteed is not None and used.get((tenant, key), book.usage(tenant, key)) > guaranteed
+
+
 def find_victims(
     state: ClusterState,
     job: JobDemand,
@@ -199,6 +232,7 @@ def find_victims(
     """The smallest prefix-then-pruned set of `pool` whose removal lets `fits` succeed
     (`stopping`: jobs preempted earlier in the cycle, which count as terminating). The
     state is left as it was found: the victims hold their GPUs until they stop."""
+    pool = removable(state, job, pool, stopping)
     if not could_fit(state, job, (flavor,), pool):
         return None
     tenant, counts = job.tenant, FreeCounts(state.snapshot, job, flavor)
