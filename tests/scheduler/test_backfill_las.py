@@ -45,6 +45,25 @@ def test_no_backfill_behind_an_aged_head():
     assert not result.admit
 
 
+@pytest.mark.parametrize(
+    ("candidate", "free", "started", "its_reason"),
+    [
+        pytest.param(make_job("j2", 3, tenant=A), 2, [], PendingCode.BEHIND, id="no-room"),
+        pytest.param(make_job("j2", 2, tenant=A), 2, ["j2"], None, id="room"),
+        pytest.param(make_job("j2", 0, tenant=A), 0, ["j2"], None, id="cpu-only"),
+    ],
+)
+def test_backfill_is_not_looked_for_where_no_node_has_room(candidate, free, started, its_reason):
+    # the scan stops when no node has as many GPUs free as the tenant's narrowest job needs
+    # (it would not fit): the jobs behind then wait for the head, as those past the window do
+    running = [make_running("r1", A, "n1", *range(8 - free))]
+    queued = [make_job("j1", 4, tenant=A), candidate]
+    result = cycle(SchedulerConfig(tenant_backfill=True), [make_tenant(A, 8)], running, queued)
+    assert [p.job_id for p in result.admit] == started
+    if its_reason is not None:
+        assert result.pending_reasons["j2"].code is its_reason
+
+
 def las_case(preemption: bool, victim_tenant: str = A, borrowed: int = 0):
     tenants = [
         make_tenant(A, 4, queue_policy=QueuePolicy.LAS),

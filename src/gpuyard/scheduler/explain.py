@@ -4,17 +4,18 @@
 deadlines (start + maxRuntime) until the job fits, and answers the deadline of the last one
 released. It answers None when the job still does not fit once every job with a deadline is
 released (a job without maxRuntime holds what it needs) or the release budget is spent. It
-ignores other queued jobs that may start first: an estimate, not a promise.
+ignores other queued jobs that may start first: an estimate, not a promise. The releases
+before the first after which a count bound lets the job fit are counted first, without
+touching the snapshot (`FreeCounts.free_too`), and only then made.
 """
 
 from __future__ import annotations
 
 from gpuyard.model import JobDemand, RunningJob
-from gpuyard.scheduler.packing import place_gang
+from gpuyard.scheduler.packing import FreeCounts, place_gang
 from gpuyard.scheduler.quota import CPU, MEMORY, QuotaBook
 from gpuyard.scheduler.reasons import PendingCode, PendingReason, ordinal
 from gpuyard.scheduler.sharing import shared_count, shared_shortfall
-from gpuyard.scheduler.snapshot import Undo
 from gpuyard.scheduler.state import ClusterState
 
 MAX_HOLDERS = 4
@@ -51,7 +52,7 @@ def capacity_reason(state: ClusterState, job: JobDemand, flavor: str | None) -> 
         return PendingReason(
             PendingCode.FRAGMENTED,
             f"needs {what}; {free_gpus} GPUs are free in total but scattered: at most "
-            f"{_largest_hole(state, flavor)} free on one node",
+            f"{state.snapshot.largest_hole(flavor)} free on one node",
         )
     key = (
         flavor
@@ -74,11 +75,6 @@ def _what(job: JobDemand, flavor: str | None) -> str:
     return gpus + (f" as {tasks} tasks" if tasks > 1 else "")
 
 
-def _largest_hole(state: ClusterState, flavor: str | None) -> int:
-    buckets = state.snapshot.buckets.get(flavor or "*", [])
-    return max((n for n, names in enumerate(buckets) if names), default=0)
-
-
 def deadlines(running: list[RunningJob]) -> list[tuple[float, str]]:
     out = [
         (r.started_at + r.max_runtime_s, r.job_id) for r in running if r.max_runtime_s is not None
@@ -95,14 +91,14 @@ def estimate_start(
     now: float,
     max_releases: int,
 ) -> float | None:
+    releases = [(d, j) for d, j in by_deadline if j in state.charged][:max_releases]
+    first = _first_possible(state, job, flavor, releases)
+    if first is None:
+        return None
     need = job.total
-    undos: list[Undo] = []
+    undos = [state.remove(job_id) for _, job_id in releases[:first]]
     try:
-        for deadline, job_id in by_deadline:
-            if len(undos) >= max_releases:
-                return None
-            if job_id not in state.charged:
-                continue
+        for deadline, job_id in releases[first:]:
             undos.append(state.remove(job_id))
             if flavor and state.free(flavor) < need.gpus:
                 continue
@@ -112,6 +108,20 @@ def estimate_start(
     finally:
         for undo in reversed(undos):
             undo()
+
+
+def _first_possible(
+    state: ClusterState, job: JobDemand, flavor: str | None, releases: list[tuple[float, str]]
+) -> int | None:
+    """How many of `releases` go before the first after which `job` may fit (`FreeCounts`'
+    bound, counted without touching the snapshot); None: it fits after none of them."""
+    counts = FreeCounts(state.snapshot, job, flavor)
+    for i, (_, job_id) in enumerate(releases):
+        for t in state.charged[job_id].held:
+            counts.free_too(t.node, t.gpu_indices)
+        if counts.possible():
+            return i
+    return None
 
 
 def placed_in_queue(

@@ -111,6 +111,7 @@ class Scheduler:
             self._fits,
             self._facts,
             self._victims,
+            self._queues.narrowest,
         )
         # 3. nominate: the first job of each tenant that may be considered now.
         self._unsettled = 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections import Counter
 from collections.abc import Mapping
 
 from gpuyard.model import JobDemand, QueuePolicy, Tenant
@@ -51,12 +52,17 @@ def is_aged(job: JobDemand, now: float, config: SchedulerConfig) -> bool:
     return now - job.submitted_at >= wait_limit(job, config)
 
 
+def widest_task(job: JobDemand) -> int:
+    """The most whole GPUs one task of `job` needs on one node (0: none needs any)."""
+    return max((t.resources.gpus for t in job.tasks if t.gpu_share is None), default=0)
+
+
 class TenantQueues:
     """Each tenant's queued jobs in order, kept sorted from one cycle to the next: joined
     jobs are inserted, gone ones removed (`QueueMirror` says which), and a job that ages is
     moved to its aged place when its time comes (a heap by submission time), so a cycle's
     work follows the changes, not the queue's length. A tenant whose queue policy changed is
-    re-sorted."""
+    re-sorted. It also counts, per tenant, its queued jobs by `widest_task`."""
 
     def __init__(self, config: SchedulerConfig) -> None:
         self.config = config
@@ -66,6 +72,7 @@ class TenantQueues:
         self._entry: dict[int, Entry] = {}  # id(job) → its entry in its tenant's queue
         # (submitted_at + extra wait, seq, job id, submitted_at) of unaged jobs
         self._aging: list[tuple[float, int, str, float]] = []
+        self._widest: dict[str, Counter[int]] = {}  # tenant → widest_task → queued jobs
 
     @property
     def jobs(self) -> dict[str, JobDemand]:
@@ -86,6 +93,11 @@ class TenantQueues:
                 self._rebuild(tenant, tenants, now)
         return self.queues
 
+    def narrowest(self, tenant: str) -> int:
+        """The least `widest_task` among the tenant's queued jobs: while no node has that
+        many GPUs free, none of its jobs can start."""
+        return min(self._widest.get(tenant) or (0,))
+
     def next_aging(self) -> float:
         """No queued job ages before this time (inf: none will; the earliest entry may be of
         a job that left the queue since, which makes it earlier, never later)."""
@@ -99,9 +111,14 @@ class TenantQueues:
         i = bisect.bisect_left(queue, entry)
         if i < len(queue) and queue[i] == entry:
             del queue[i]
+            widest = self._widest[job.tenant]
+            widest[widest_task(job)] -= 1
+            if not widest[widest_task(job)]:
+                del widest[widest_task(job)]
         if not queue:
             del self.queues[job.tenant]
             del self._policy[job.tenant]
+            self._widest.pop(job.tenant, None)
 
     def _insert(self, job: JobDemand, policy: QueuePolicy, now: float) -> None:
         queue = self.queues.setdefault(job.tenant, [])
@@ -109,6 +126,7 @@ class TenantQueues:
         entry = (job_key(job, policy, now, self.config), job.job_id)
         self._entry[id(job)] = entry
         bisect.insort(queue, entry)
+        self._widest.setdefault(job.tenant, Counter())[widest_task(job)] += 1
         if entry[0][0] == 1:
             due = job.submitted_at + (wait_limit(job, self.config) - self.config.aging_s)
             heapq.heappush(self._aging, (due, job.seq, job.job_id, job.submitted_at))

@@ -52,19 +52,7 @@ def may_fit(
     never have succeeded."""
     counts = FreeCounts(snapshot, job, flavor)
     for name, gpus in extra.items():
-        nf = snapshot.nodes.get(name)
-        if nf is None or not nf.node.schedulable:
-            continue
-        counts.add(
-            name,
-            sum(
-                1
-                for i in set(gpus)
-                if i in nf.flavor_of
-                and i not in nf.free_gpus
-                and (flavor is None or nf.flavor_of[i] == flavor)
-            ),
-        )
+        counts.free_too(name, gpus)
     return counts.possible()
 
 
@@ -87,6 +75,7 @@ class FreeCounts:
         self.free = {n: c for c in range(1, len(buckets)) for n in buckets[c]}
         self.total = sum(self.free.values())
         self.room = {s: sum(f // s for f in self.free.values()) for s in self.need}
+        self._freed: dict[str, set[int]] = {}  # GPUs counted free by `free_too`, per node
 
     def possible(self) -> bool:
         return self.total >= self.need_total and all(
@@ -104,10 +93,25 @@ class FreeCounts:
             new = nf.free_by_flavor.get(self.flavor, 0) if self.flavor else len(nf.free_gpus)
             self._set(name, new)
 
-    def add(self, name: str, more: int) -> None:
-        """Count `more` GPUs of node `name` as free too (a what-if: not read from the node)."""
-        if self.need and more:
-            self._set(name, self.free.get(name, 0) + more)
+    def free_too(self, name: str, gpus: Iterable[int]) -> None:
+        """Count `gpus` of node `name` as free too (a what-if, the snapshot untouched): those
+        of the flavor that are held now and not counted by an earlier call. A GPU that
+        another holder keeps is counted all the same, so the bound stays an upper one."""
+        nf = self.snapshot.nodes.get(name)
+        if not self.need or nf is None or not nf.node.schedulable:
+            return
+        counted = self._freed.setdefault(name, set())
+        more = {
+            i
+            for i in gpus
+            if i in nf.flavor_of
+            and i not in nf.free_gpus
+            and i not in counted
+            and (self.flavor is None or nf.flavor_of[i] == self.flavor)
+        }
+        if more:
+            counted |= more
+            self._set(name, self.free.get(name, 0) + len(more))
 
     def _set(self, name: str, new: int) -> None:
         old = self.free.get(name, 0)

@@ -3,7 +3,7 @@ reservations for aged jobs, and the reasons of the jobs that wait. See `multiten
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from gpuyard.model import JobDemand, JobPlacement, QueuePolicy, RunningJob, Tenant
@@ -48,12 +48,13 @@ class Blocked:
 @dataclass(frozen=True, slots=True)
 class Facts:
     """What a queued job's admission needs that changes only with the nodes or tenants: the
-    GPU flavors it can use, its GPUs, and why it can never run (None: it can)."""
+    GPU flavors it can use, its GPUs, why it can never run (None: it can), and its shape."""
 
     job: JobDemand
     flavors: list[str | None]
     gpus: int
     never: PendingReason | None
+    shape: Shape
 
 
 class Round:
@@ -67,9 +68,11 @@ class Round:
         fits: ShapeFits,
         facts: dict[str, Facts],
         victims: VictimTable,
+        narrowest: Callable[[str], int],
     ) -> None:
         self.view, self.config, self.state, self.jobs = view, config, state, jobs
         self.queues, self.fits, self._facts, self._victims = queues, fits, facts, victims
+        self._narrowest = narrowest  # tenant → the fewest GPUs its queued jobs need on a node
         self.cursor: dict[str, int] = {}
         self.reasons: dict[str, PendingReason] = {}
         self.blocked: dict[str, PendingReason] = {}  # tenant → why its whole queue waits
@@ -116,15 +119,19 @@ class Round:
 
     def next_head(self, tenant: str) -> bool:
         """After the tenant's head was tried: its next job, or, once a head is blocked, the
-        next job that may backfill behind it (`tenant_backfill`); False when none is."""
+        next job that may backfill behind it (`tenant_backfill`); False when none is, or
+        when no node has the GPUs free that the narrowest of its queued jobs needs (the
+        jobs not looked at then wait behind the head, as those past the window do)."""
         if tenant not in self.first_blocked:
             return self.advance(tenant)
         at, head_id = self.first_blocked[tenant]
         if not self.config.tenant_backfill or self.aged(self.jobs[head_id]):
             return False
+        if self._narrowest(tenant) > self.state.snapshot.largest_hole():
+            return False
         while self.advance(tenant) and self.cursor[tenant] - at <= self.config.backfill_window:
             job = self.head(tenant)
-            misfit = self.misfits.get((tenant, shape_of(job)))
+            misfit = self.misfits.get((tenant, self.facts(job).shape))
             if misfit is None:
                 return True
             self.reasons[job.job_id] = misfit
@@ -142,7 +149,7 @@ class Round:
         flavors = matching_flavors(job, self.state.snapshot.flavors)
         gpus = job.total.gpus
         never = self.fits.never(job) or self._never_by_quota(job, flavors, gpus)
-        known = self._facts[job.job_id] = Facts(job, flavors, gpus, never)
+        known = self._facts[job.job_id] = Facts(job, flavors, gpus, never, shape_of(job))
         return known
 
     def _never_by_quota(
@@ -212,7 +219,7 @@ class Round:
             physical.append((flavor, verdict))
         if self.backfilling(tenant):
             reason = self._misfit(head, refusals, physical)
-            self.misfits[(tenant, shape_of(head))] = reason
+            self.misfits[(tenant, self.facts(head).shape)] = reason
             self.reasons[head.job_id] = reason
             return Blocked(reason)
         outcome = self._reclaim(head, physical) or self._wait(head, refusals, physical)

@@ -81,6 +81,11 @@ class ClusterSnapshot:
     def flavors(self) -> list[str]:
         return sorted(self.capacity_by_flavor)
 
+    def largest_hole(self, flavor: str | None = None) -> int:
+        """The most free GPUs of `flavor` (of any, with None) on one schedulable node."""
+        buckets = self.buckets.get(flavor or ANY, [])
+        return next((n for n in range(len(buckets) - 1, 0, -1) if buckets[n]), 0)
+
     def assume_task(self, t: TaskPlacement) -> Undo:
         self._charge(t)
         return lambda: self._refund(t)
