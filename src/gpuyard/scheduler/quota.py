@@ -34,6 +34,7 @@ CPU = "cpu"
 MEMORY = "memory"
 Usage = dict[str, int]
 _MB, _RAW_MB, _RAW_MILLI = "/MB", "/share-MB", "/share-milli"
+_UNKNOWN = object()  # not worked out yet (a guarantee may be None)
 
 
 def gpu_memory_key(flavor: str) -> str:
@@ -109,6 +110,7 @@ class QuotaBook:
         self.gpu_memory = dict(gpu_memory or {})  # flavor → MB of one GPU (the smallest)
         self.used: dict[str, Usage] = {}
         self._quotas = {name: _quota_keys(t) for name, t in tenants.items()}
+        self._guarantees: dict[tuple[str, str], int | None] = {}
         self._lenders = [
             name
             for name, quotas in self._quotas.items()
@@ -160,7 +162,14 @@ class QuotaBook:
         return self._quotas.get(tenant, {}).get(key.upper())
 
     def guarantee(self, tenant: str, key: str) -> int | None:
-        """Guaranteed amount of `key` for `tenant`; None when `key` is not quota-managed."""
+        """Guaranteed amount of `key` for `tenant`; None when `key` is not quota-managed
+        (worked out once per tenant and key: the tenants are fixed for a book)."""
+        known = self._guarantees.get((tenant, key), _UNKNOWN)
+        if known is _UNKNOWN:
+            known = self._guarantees[tenant, key] = self._guarantee(tenant, key)
+        return known
+
+    def _guarantee(self, tenant: str, key: str) -> int | None:
         if not self.enabled:
             return None
         if key in (CPU, MEMORY):
