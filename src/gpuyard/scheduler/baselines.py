@@ -32,12 +32,11 @@ from gpuyard.model import JobDemand, JobPlacement, RunningJob, Tenant
 from gpuyard.scheduler.cycle import CycleResult, CycleStats
 from gpuyard.scheduler.fits import matching_flavors
 from gpuyard.scheduler.mirror import Numbering, QueueMirror
-from gpuyard.scheduler.packing import FreeCounts, place_gang
-from gpuyard.scheduler.preempt import could_fit
+from gpuyard.scheduler.packing import place_gang
+from gpuyard.scheduler.preempt import find_victims
 from gpuyard.scheduler.quota import job_usage
 from gpuyard.scheduler.reasons import PendingCode, PendingReason
 from gpuyard.scheduler.remaining import RemainingPool
-from gpuyard.scheduler.snapshot import Undo
 from gpuyard.scheduler.state import ClusterState
 from gpuyard.scheduler.view import (
     Admission,
@@ -96,43 +95,35 @@ class Pass:
     def try_preempt(
         self, job: JobDemand, pool: list[RunningJob], why: Callable[[RunningJob], str]
     ) -> bool:
-        """Stop the fewest of `pool` (in its order) that make room for `job`; hold the room.
-        Not tried when `job` could not fit even with all of `pool` stopped (`could_fit`)."""
-        self.failed_task = 1 << 30
-        flavors = matching_flavors(job, self.state.snapshot.flavors)
+        """Stop the fewest of `pool` that make room for `job` (`find_victims`: its order,
+        then each victim kept whose stop is not needed) and hold the room."""
+        self.failed_task = 1 << 30  # what-if removals: forget what did not fit
         live = [r for r in pool if r.job_id not in self.stopping]
-        if not could_fit(self.state, job, flavors, live):
+        for flavor in matching_flavors(job, self.state.snapshot.flavors):
+            found = find_victims(self.state, job, flavor, live, self._fits(job, flavor))
+            if found is not None:
+                break
+        else:
             return False
-        counts = [FreeCounts(self.state.snapshot, job, f) for f in flavors]
-        removed: list[tuple[RunningJob, Undo]] = []
-        placement = None
-        for r in pool:
-            if r.job_id in self.state.charged and r.job_id not in self.stopping:
-                nodes = [t.node for t in self.state.charged[r.job_id].held]
-                removed.append((r, self.state.remove(r.job_id)))
-                for c in counts:
-                    c.update(nodes)
-                if any(c.possible() for c in counts):
-                    placement = self.place(job)
-                else:  # no placement exists yet: what `place` would find
-                    self._failed(job)
-                if placement is not None:
-                    break
-        for _, undo in reversed(removed):  # victims hold their GPUs until they stop
-            undo()
-        if placement is None:
-            self.failed_task = 1 << 30
-            return False
+        victims, placement = found
         self.state.charge(job.job_id, job.tenant, placement.tasks)  # held: nobody else gets it
-        for r, _ in removed:
+        for r in victims:
             self.stopping.add(r.job_id)
             if not r.terminating:
                 self.preempt.append(Preemption(r.job_id, why(r), job.job_id, self._grace(r)))
         self.reasons[job.job_id] = PendingReason(
             PendingCode.WAITING_FOR_PREEMPTION,
-            f"waiting for {len(removed)} preempted job(s) to stop",
+            f"waiting for {len(victims)} preempted job(s) to stop",
         )
         return True
+
+    def _fits(self, job: JobDemand, flavor: str | None) -> Callable[[], JobPlacement | None]:
+        def fits() -> JobPlacement | None:
+            if flavor is not None and self.state.free(flavor) < job.total.gpus:
+                return None
+            return place_gang(self.state.snapshot, job, flavor)
+
+        return fits
 
     def _grace(self, r: RunningJob) -> int:
         return (self.view.tenants.get(r.tenant) or Tenant(r.tenant)).preemption_grace_s

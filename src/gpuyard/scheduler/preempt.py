@@ -167,8 +167,9 @@ def _progress(r: RunningJob, now: float) -> float:
 def still_borrowing(
     book: QuotaBook, r: RunningJob, tenant: str, stopping: Collection[str] = ()
 ) -> bool:
-    """A victim of another tenant only while that tenant still borrows what it holds."""
-    if r.tenant == tenant or r.terminating or r.job_id in stopping:
+    """A victim of another tenant only while that tenant still borrows what it holds (any
+    job, without quotas: the baselines on the shared pool)."""
+    if not book.enabled or r.tenant == tenant or r.terminating or r.job_id in stopping:
         return True
     return any(book.borrowing(r.tenant, key) > 0 for key, amount in r.borrowed if amount > 0)
 
@@ -203,7 +204,8 @@ def removable(
         if c is None:
             continue
         if not (
-            r.tenant == job.tenant
+            not book.enabled
+            or r.tenant == job.tenant
             or r.terminating
             or r.job_id in stopping
             or any(_borrows(book, used, r.tenant, key) for key, amount in r.borrowed if amount > 0)
