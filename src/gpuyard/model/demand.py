@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuyard.model.resources import Resources
 
@@ -64,10 +64,10 @@ class JobDemand:
     attained_gpu_s: float = 0.0
     max_runtime_s: int | None = None
     oracle_duration_s: float | None = None
+    total: Resources = field(init=False, repr=False, compare=False)  # of all its tasks
 
-    @property
-    def total(self) -> Resources:
+    def __post_init__(self) -> None:
         out = Resources()
         for t in self.tasks:
             out = out + t.resources
-        return out
+        object.__setattr__(self, "total", out)

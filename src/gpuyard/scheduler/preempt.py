@@ -102,6 +102,7 @@ def candidates(
     demote: Demotion | None = None,
     most_served_first: bool = False,
     stopping: Collection[str] = (),
+    book: QuotaBook | None = None,
 ) -> list[RunningJob]:
     """Jobs (`VictimTable` rows) that may be stopped for `job`, cheapest loss first: already
     terminating, lowest priority, least progress, newest (with `most_served_first`, the
@@ -109,7 +110,9 @@ def candidates(
     opportunistic or terminating jobs of other tenants; with the tenant's priority
     preemption, its lower-priority jobs; with `demote`, jobs it may demote (`Demotion`) that
     are of its tenant or opportunistic. Jobs in `stopping` (preempted earlier in the cycle)
-    count as terminating."""
+    count as terminating. With `book`, an opportunistic job of another tenant only while
+    that tenant still borrows what it holds (`still_borrowing`: `find_victims` would skip
+    it anyway)."""
     own = tenants.get(job.tenant)
     same_tenant = own is not None and own.priority_preemption
     t, p = job.tenant, job.priority
@@ -131,6 +134,8 @@ def candidates(
                 now - started >= demote.min_run_s
                 and _level(row, demote.thresholds, now) > demote.level
             )
+        if ok and book is not None and tenant != t and not terminating:
+            ok = still_borrowing(book, r, t)
         if ok:
             chosen.append(row)
     if most_served_first and demote is not None:
@@ -234,6 +239,8 @@ def find_victims(
     """The smallest prefix-then-pruned set of `pool` whose removal lets `fits` succeed
     (`stopping`: jobs preempted earlier in the cycle, which count as terminating). The
     state is left as it was found: the victims hold their GPUs until they stop."""
+    if not could_fit(state, job, (flavor,), pool):
+        return None  # not even with all of them (the cheap bound first)
     pool = removable(state, job, pool, stopping)
     if not could_fit(state, job, (flavor,), pool):
         return None

@@ -287,6 +287,7 @@ class Round:
                     demotable,
                     self.config.demote_most_served_first,
                     self.stopping,
+                    self.state.book,
                 )
                 if self._holds(r, flavor)
             ]
