@@ -117,6 +117,7 @@ def candidates(
     same_tenant = own is not None and own.priority_preemption
     t, p = job.tenant, job.priority
     chosen: list[Row] = []
+    borrows: dict[tuple, bool] = {}  # (tenant, borrowed) → still borrowing, for this call
     for given in rows:
         row = given
         r, tenant, prio, opportunistic, terminating, started, _, _ = row
@@ -124,7 +125,16 @@ def candidates(
             row = (r, tenant, prio, opportunistic, True, *given[5:])
             terminating = True
         if tenant != t:
-            ok = reclaim and (opportunistic or terminating)
+            if not terminating:
+                if not opportunistic:
+                    continue
+                if book is not None:
+                    known = borrows.get((tenant, r.borrowed))
+                    if known is None:
+                        known = borrows[tenant, r.borrowed] = still_borrowing(book, r, t)
+                    if not known:
+                        continue
+            ok = reclaim
             may_demote = opportunistic
         else:
             ok = same_tenant and prio < p
@@ -134,8 +144,6 @@ def candidates(
                 now - started >= demote.min_run_s
                 and _level(row, demote.thresholds, now) > demote.level
             )
-        if ok and book is not None and tenant != t and not terminating:
-            ok = still_borrowing(book, r, t)
         if ok:
             chosen.append(row)
     if most_served_first and demote is not None:
