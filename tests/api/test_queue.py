@@ -48,8 +48,10 @@ def test_a_queued_job_says_where_it_stands_and_when_it_starts(busy):
     assert (first["pendingPosition"], first["pendingQueueLength"]) == (1, 2)
     assert (second["pendingPosition"], second["pendingQueueLength"]) == (2, 2)
     assert first["pendingCode"] and "1st of 2 in tenant red" in first["pendingReason"]
-    # backfill inside a tenant is on: the second is tried too, and does not fit either
-    assert second["pendingCode"] == "InsufficientResources"
+    # backfill inside a tenant is on, but no node has the 2 GPUs free that red's jobs need:
+    # the second is not looked at and waits behind the first (docs/scheduler.md)
+    assert second["pendingCode"] == "WaitingForEarlierJob"
+    assert "waiting for job" in second["pendingReason"]
     # the borrower's maxRuntime (10m) ends first and frees the 2 GPUs the head needs
     assert first["estimatedStart"] == iso(busy.clock.now() + 600)
     assert second["estimatedStart"] is None

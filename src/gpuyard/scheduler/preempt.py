@@ -249,9 +249,10 @@ def find_victims(
     state is left as it was found: the victims hold their GPUs until they stop."""
     if not could_fit(state, job, (flavor,), pool):
         return None  # not even with all of them (the cheap bound first)
-    pool = removable(state, job, pool, stopping)
-    if not could_fit(state, job, (flavor,), pool):
-        return None
+    if state.book.enabled:  # without quotas, every charged job of `pool` is removable
+        pool = removable(state, job, pool, stopping)
+        if not could_fit(state, job, (flavor,), pool):
+            return None
     tenant, counts = job.tenant, FreeCounts(state.snapshot, job, flavor)
     removed: list[tuple[RunningJob, Undo]] = []
     placement: JobPlacement | None = None
