@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gpuyard.model import JobDemand, JobPlacement, RunningJob, Tenant
-from gpuyard.scheduler.packing import FreeCounts, may_fit
+from gpuyard.scheduler.packing import FreeCounts
 from gpuyard.scheduler.quota import QuotaBook
 from gpuyard.scheduler.snapshot import Undo
 from gpuyard.scheduler.state import ClusterState
@@ -191,15 +191,20 @@ def could_fit(
     state: ClusterState, job: JobDemand, flavors: Iterable[str | None], pool: list[RunningJob]
 ) -> bool:
     """Whether `job` might fit on one of `flavors` once every job of `pool` still charged
-    were stopped (`packing.may_fit`): False means no trial preemption from `pool` can
-    succeed, so none is tried (it would remove the victims one by one and try the gang after
-    each, for nothing)."""
-    extra: dict[str, list[int]] = {}
-    for r in pool:
-        c = state.charged.get(r.job_id)
-        for t in c.held if c is not None else ():
-            extra.setdefault(t.node, []).extend(t.gpu_indices)
-    return any(may_fit(state.snapshot, job, f, extra) for f in flavors)
+    were stopped (`packing.may_fit`'s bound, counted job by job and answered as soon as it
+    holds): False means no trial preemption from `pool` can succeed, so none is tried (it
+    would remove the victims one by one and try the gang after each, for nothing)."""
+    for flavor in flavors:
+        counts = FreeCounts(state.snapshot, job, flavor)
+        if counts.possible():
+            return True
+        for r in pool:
+            c = state.charged.get(r.job_id)
+            for t in c.held if c is not None else ():
+                counts.free_too(t.node, t.gpu_indices)
+            if counts.possible():
+                return True
+    return False
 
 
 def removable(
