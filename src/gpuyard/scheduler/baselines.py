@@ -22,8 +22,6 @@ cycle, and it starts in a later cycle once they have stopped (as with reclaim).
 from __future__ import annotations
 
 import bisect
-import heapq
-import itertools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Sized
@@ -31,6 +29,7 @@ from collections.abc import Callable, Collection, Sized
 from gpuyard.model import JobDemand, JobPlacement, RunningJob, Tenant
 from gpuyard.scheduler.cycle import CycleResult, CycleStats
 from gpuyard.scheduler.fits import matching_flavors
+from gpuyard.scheduler.laspool import LevelPool
 from gpuyard.scheduler.mirror import Numbering, QueueMirror
 from gpuyard.scheduler.packing import place_gang
 from gpuyard.scheduler.preempt import find_victims
@@ -349,11 +348,7 @@ class Las(Greedy):
 
     def __init__(self, config: SchedulerConfig) -> None:
         super().__init__(config)
-        self._crossing: dict[int, tuple[RunningJob, tuple[float, ...]]] = {}
-        self._level: dict[str, int] = {}
-        self._running: dict[str, RunningJob] = {}  # job id → its current RunningJob
-        self._moves: list[tuple[float, int, str, RunningJob]] | None = None  # heap, see below
-        self._pushes = itertools.count()
+        self._levels = LevelPool(config.las_thresholds_gpu_s)
 
     def key(self, job: JobDemand) -> tuple:
         return (self._queue(job.attained_gpu_s), job.seq)
@@ -361,76 +356,24 @@ class Las(Greedy):
     def _queue(self, attained: float) -> int:
         return bisect.bisect_right(self.config.las_thresholds_gpu_s, attained)
 
+    def sync_running(self, view: ClusterView, changes: ViewChanges | None) -> None:
+        self._levels.sync(view.running, changes, view.now)
+
     def pool(self, view: ClusterView) -> list[RunningJob]:
         """Running jobs above the lowest queue, highest queue first, newest first there (a
-        job of the lowest queue is never a victim). When a job moves up a queue is worked
-        out once per `RunningJob` (its crossing times), so a cycle costs little per job."""
-        now, old = view.now, self._crossing
-        self._crossing = {}
-        levels = self._level = {}
-        for r in view.running:
-            times = old.get(id(r))
-            if times is None or times[0] is not r:
-                times = (r, self._crossing_times(r))
-            self._crossing[id(r)] = times
-            level = bisect.bisect_right(times[1], now)
-            if level and r.preemptible and not r.terminating:
-                levels[r.job_id] = level
-        pool = [r for r in view.running if r.job_id in levels]
-        pool.sort(key=lambda r: (-levels[r.job_id], -r.started_at))
-        return pool
-
-    def sync_running(self, view: ClusterView, changes: ViewChanges | None) -> None:
-        """Follow the running jobs (from the changes when they follow the last view); their
-        queue crossings are heaped lazily, for `quiet_until` (the simulator's question)."""
-        running = self._running
-        if changes is not None:
-            for job_id in changes.stopped:
-                running.pop(job_id, None)
-            for r in changes.started:
-                running[r.job_id] = r
-                if self._moves is not None:
-                    self._watch(r)
-            if len(running) == len(view.running):
-                return
-        self._running = {r.job_id: r for r in view.running}
-        self._moves = None
-
-    def _watch(self, r: RunningJob) -> None:
-        if r.preemptible and not r.terminating:
-            for t in self._crossing_times(r):
-                if math.isfinite(t):
-                    heapq.heappush(self._moves, (t, next(self._pushes), r.job_id, r))
+        job of the lowest queue is never a victim); kept across cycles (`LevelPool`)."""
+        return self._levels.victims(view.now)
 
     def quiet_until(self, view: ClusterView) -> float:
         """The next time a possible victim moves up a queue (it may then be stopped for a job
-        of a lower queue); until then the levels, and so the decisions, stay the same. From a
-        heap of crossing times (`now` never goes back; stale entries are dropped on top)."""
-        if self._moves is None:
-            self._moves = []
-            for r in self._running.values():
-                self._watch(r)
-        moves, running, now = self._moves, self._running, view.now
-        while moves and (moves[0][0] <= now or running.get(moves[0][2]) is not moves[0][3]):
-            heapq.heappop(moves)
-        return moves[0][0] if moves else math.inf
-
-    def _crossing_times(self, r: RunningJob) -> tuple[float, ...]:
-        """When `r`'s attained GPU-seconds reach each threshold (−inf: before this attempt,
-        inf: never, it holds no whole GPU)."""
-        gpus = r.gpus
-        return tuple(
-            -math.inf
-            if r.attained_gpu_s >= t
-            else (r.started_at + (t - r.attained_gpu_s) / gpus if gpus else math.inf)
-            for t in self.config.las_thresholds_gpu_s
-        )
+        of a lower queue); until then the levels, and so the decisions, stay the same."""
+        return self._levels.next_crossing(view.now)
 
     def make_room(self, view: ClusterView, p: Pass, job: JobDemand, pool) -> bool:
         mine = self._queue(job.attained_gpu_s)
         victims = list(self.stopping(view))
         for r in pool:
-            if self._level[r.job_id] <= mine:
+            if self._levels.level[r.job_id] <= mine:
                 break
             victims.append(r)
         return bool(victims) and p.try_preempt(
