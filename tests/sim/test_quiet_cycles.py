@@ -80,7 +80,7 @@ def test_remaining_pool_orders_by_time_left_then_running_order():
         running("r6", 3000.0, preemptible=False),
     ]
     pool = RemainingPool()
-    pool.sync(jobs, None)
+    pool.sync(jobs, None, 0.0)
     assert [r.job_id for r in pool.longer_than(-math.inf, 100.0)] == ["r2", "r3", "r1", "r4"]
     assert [r.job_id for r in pool.longer_than(399.0, 100.0)] == ["r2", "r3", "r1", "r4"]
     assert [r.job_id for r in pool.longer_than(400.0, 100.0)] == ["r2", "r3"]
@@ -101,20 +101,22 @@ def test_remaining_pool_follows_the_changes_as_a_rebuild_does(stopped, started, 
     before = [running("r1", 500.0), running("r2", None), running("r3", 900.0)]
     before.append(running("r4", 500.0))
     pool = RemainingPool()
-    pool.sync(before, None)
+    pool.sync(before, None, 0.0)
     now = {r.job_id: r for r in before if r.job_id not in stopped}
     now.update({r.job_id: r for r in started})
-    pool.sync(list(now.values()), ViewChanges(1, stopped=frozenset(stopped), started=started))
+    pool.sync(
+        list(now.values()), ViewChanges(1, stopped=frozenset(stopped), started=started), 0.0
+    )
     rebuilt = RemainingPool()
-    rebuilt.sync(list(now.values()), None)
+    rebuilt.sync(list(now.values()), None, 0.0)
     assert [r.job_id for r in pool.longer_than(-math.inf, 0.0)] == expect
     assert [r.job_id for r in rebuilt.longer_than(-math.inf, 0.0)] == expect
 
 
 def test_remaining_pool_rebuilds_when_changes_do_not_add_up():
     pool = RemainingPool()
-    pool.sync([running("r1", 500.0)], None)
-    pool.sync([running("r1", 500.0), running("r2", 900.0)], ViewChanges(1))
+    pool.sync([running("r1", 500.0)], None, 0.0)
+    pool.sync([running("r1", 500.0), running("r2", 900.0)], ViewChanges(1), 0.0)
     assert [r.job_id for r in pool.longer_than(0.0, 0.0)] == ["r2", "r1"]
 
 

@@ -331,7 +331,7 @@ class Srtf(Sjf):
         self._remaining = RemainingPool()
 
     def sync_running(self, view: ClusterView, changes: ViewChanges | None) -> None:
-        self._remaining.sync(view.running, changes)
+        self._remaining.sync(view.running, changes, view.now)
 
     def pool(self, view: ClusterView) -> RemainingPool:
         return self._remaining

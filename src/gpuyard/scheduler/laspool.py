@@ -13,10 +13,10 @@ import bisect
 import heapq
 import itertools
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
 from gpuyard.model import RunningJob
-from gpuyard.scheduler.view import ViewChanges
+from gpuyard.scheduler.remaining import KeptPool
 
 
 def crossing_times(r: RunningJob, thresholds: Sequence[float]) -> tuple[float, ...]:
@@ -31,39 +31,24 @@ def crossing_times(r: RunningJob, thresholds: Sequence[float]) -> tuple[float, .
     )
 
 
-class LevelPool:
+class LevelPool(KeptPool):
     """LAS's victims: preemptible running jobs that are not stopping, in a queue above the
     lowest at the time asked, highest queue first, newest (latest start) first there, then
-    in `running` order. Synced from the view's changes when they follow the last view, else
-    rebuilt from `running`; times asked never go back."""
+    in `running` order. Times asked never go back."""
 
     def __init__(self, thresholds: Sequence[float]) -> None:
+        super().__init__()
         self.thresholds = tuple(thresholds)
         self.level: dict[str, int] = {}  # job id → its queue, of the jobs watched
         self.jobs: dict[str, RunningJob] = {}  # the jobs watched (preemptible, not stopping)
         self._entries: list[tuple[int, float, int, str]] = []  # (−queue, −start, order, id)
         self._times: dict[str, tuple[float, ...]] = {}
-        self._order: dict[str, int] = {}  # every running job id → its place in `running`
-        self._next = 0
         self._crossings: list[tuple[float, int, str, RunningJob]] = []  # heap, stale kept
         self._pushes = itertools.count()
 
-    def sync(
-        self, running: Collection[RunningJob], changes: ViewChanges | None, now: float
-    ) -> None:
-        if changes is not None:
-            for job_id in changes.stopped:
-                self._drop(job_id)
-                self._order.pop(job_id, None)
-            for r in changes.started:
-                self._drop(r.job_id)
-                self._add(r, now)
-            if len(self._order) == len(running):
-                return
-        self.level, self.jobs, self._times, self._order = {}, {}, {}, {}
+    def _clear(self) -> None:
+        self.level, self.jobs, self._times = {}, {}, {}
         self._entries, self._crossings = [], []
-        for r in running:
-            self._add(r, now)
 
     def victims(self, now: float) -> list[RunningJob]:
         """The jobs above the lowest queue at `now`, in the victims' order."""
@@ -78,12 +63,11 @@ class LevelPool:
             heapq.heappop(heap)
         return heap[0][0] if heap else math.inf
 
-    def _add(self, r: RunningJob, now: float) -> None:
-        if r.job_id not in self._order:
-            self._order[r.job_id] = self._next
-            self._next += 1
+    def _add(self, r: RunningJob) -> None:
+        self._place_of(r.job_id)
         if not r.preemptible or r.terminating:
             return
+        now = self.now
         times = self._times[r.job_id] = crossing_times(r, self.thresholds)
         self.jobs[r.job_id] = r
         self._place(r, bisect.bisect_right(times, now))
