@@ -58,8 +58,13 @@ NEVER_IN_QUOTA = PendingReason(
 class Pass:
     """One cycle's admissions and preemptions on the synced state."""
 
-    def __init__(self, view: ClusterView, state: ClusterState) -> None:
-        self.view, self.state = view, state
+    def __init__(
+        self,
+        view: ClusterView,
+        state: ClusterState,
+        flavors_of: Callable[[JobDemand], list[str | None]],
+    ) -> None:
+        self.view, self.state, self.flavors_of = view, state, flavors_of
         self.admit: list[JobPlacement] = []
         self.admissions: list[Admission] = []
         self.preempt: list[Preemption] = []
@@ -71,7 +76,7 @@ class Pass:
         biggest = max((t.resources.gpus for t in job.tasks), default=0)
         if biggest >= self.failed_task:
             return None
-        for flavor in matching_flavors(job, self.state.snapshot.flavors):
+        for flavor in self.flavors_of(job):
             if flavor is not None and self.state.free(flavor) < job.total.gpus:
                 continue
             placement = place_gang(self.state.snapshot, job, flavor)
@@ -98,7 +103,7 @@ class Pass:
         then each victim kept whose stop is not needed) and hold the room."""
         self.failed_task = 1 << 30  # what-if removals: forget what did not fit
         live = [r for r in pool if r.job_id not in self.stopping]
-        for flavor in matching_flavors(job, self.state.snapshot.flavors):
+        for flavor in self.flavors_of(job):
             found = find_victims(self.state, job, flavor, live, self._fits(job, flavor))
             if found is not None:
                 break
@@ -177,6 +182,7 @@ class Baseline(ABC):
         self._state = ClusterState()
         self._queues = SortedQueues(self.key, self.group)
         self._numbering = Numbering()
+        self._flavors: dict[str, tuple[JobDemand, list[str | None]]] = {}
 
     def key(self, job: JobDemand) -> tuple:
         return (job.seq,)
@@ -190,9 +196,20 @@ class Baseline(ABC):
         self._state.sync(view.nodes, tenants, view.running, changes)
         self._queues.sync(view.queued, changes)
         self.sync_running(view, changes)
-        p = Pass(view, self._state)
+        if self._state.rebuilt or len(self._flavors) > 2 * len(view.queued) + 1024:
+            self._flavors = {}
+        p = Pass(view, self._state, self._flavors_of)
         self.run(view, p)
         return p.result()
+
+    def _flavors_of(self, job: JobDemand) -> list[str | None]:
+        """The GPU flavors `job` can use, worked out once per queued demand (forgotten when
+        the nodes change, or once they outnumber the queue)."""
+        known = self._flavors.get(job.job_id)
+        if known is None or known[0] is not job:
+            flavors = matching_flavors(job, self._state.snapshot.flavors)
+            known = self._flavors[job.job_id] = (job, flavors)
+        return known[1]
 
     def sync_running(self, view: ClusterView, changes: ViewChanges | None) -> None:
         """Keep what the policy derives from the running jobs across cycles (none here)."""
@@ -248,7 +265,7 @@ class FifoCapacity(Baseline):
         """Bigger than its tenant's guarantee: set aside, it does not block the queue."""
         never = self._never.get(job.job_id)
         if never is None:
-            flavors = [f for f in matching_flavors(job, p.state.snapshot.flavors) if f]
+            flavors = [f for f in p.flavors_of(job) if f]
             never = bool(flavors) and all(
                 job.total.gpus > (book.guarantee(job.tenant, f) or 0) for f in flavors
             )
@@ -259,7 +276,7 @@ class FifoCapacity(Baseline):
 
     @staticmethod
     def _admit(p: Pass, book, job: JobDemand) -> PendingReason | None:
-        for flavor in matching_flavors(job, p.state.snapshot.flavors):
+        for flavor in p.flavors_of(job):
             verdict = book.verdict(job.tenant, job_usage(job, flavor), p.state.free)
             if verdict.blocked or verdict.opportunistic:
                 continue
