@@ -72,8 +72,8 @@ class Pass:
         self.stopping: set[str] = set()
         self.failed_task = 1 << 30  # smallest task GPU count that failed since the last free
 
-    def place(self, job: JobDemand) -> JobPlacement | None:
-        biggest = max((t.resources.gpus for t in job.tasks), default=0)
+    def place(self, job: JobDemand, biggest: int) -> JobPlacement | None:
+        """Place `job` (whose biggest task has `biggest` GPUs) on the first flavor it fits."""
         if biggest >= self.failed_task:
             return None
         for flavor in self.flavors_of(job):
@@ -308,7 +308,7 @@ class Greedy(Baseline):
                     break
                 continue
             job = jobs[entry[-3]]
-            placement = p.place(job)
+            placement = p.place(job, biggest)
             if placement is not None:
                 p.start(job, placement)
                 continue

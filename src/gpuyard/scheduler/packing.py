@@ -29,7 +29,7 @@ def place_gang(
 ) -> JobPlacement | None:
     """Place all tasks of `job` on GPUs of `flavor`, leaving the snapshot unchanged."""
     tasks = sorted(job.tasks, key=_size_key)
-    placed = _on_one_node(snapshot, tasks, flavor) if len(tasks) > 1 else None
+    placed = _on_one_node(snapshot, tasks, job.total, flavor) if len(tasks) > 1 else None
     if placed is None:
         placed = _task_by_task(snapshot, tasks, flavor)
     if placed is None:
@@ -123,9 +123,8 @@ class FreeCounts:
 
 
 def _on_one_node(
-    snapshot: ClusterSnapshot, tasks: list[TaskDemand], flavor: str | None
+    snapshot: ClusterSnapshot, tasks: list[TaskDemand], total: Resources, flavor: str | None
 ) -> list[TaskPlacement] | None:
-    total = sum((t.resources for t in tasks), Resources())
     nf = _best_node(snapshot, total, flavor)
     if nf is None:
         return None
