@@ -66,9 +66,15 @@ class OciRuntime:
             cmd += ["--log", str(log), "--log-format", "json"]
         return [*cmd, *args]
 
+    @property
+    def starts_by_fifo(self) -> bool:
+        """Whether `start` only releases the container's exec fifo (crun), so that the
+        caller may do it itself (`release_exec_fifo`); runc's fifo goes the other way."""
+        return self.name == "crun"
+
     def exec_fifo(self, container_id: str) -> Path | None:
         """The fifo `start` releases, for a runtime whose start may be done in-process."""
-        return Path(self.root, container_id, "exec.fifo") if self.name == "crun" else None
+        return Path(self.root, container_id, "exec.fifo") if self.starts_by_fifo else None
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "path": self.path, "root": self.root}
@@ -96,7 +102,7 @@ def release_exec_fifo(fifo: Path) -> bool:
 
 def starts_in_process(rt: OciRuntime, config: dict[str, Any]) -> bool:
     """Whether a container of `config` may be started by `release_exec_fifo`."""
-    return rt.name == "crun" and not (config.get("hooks") or {}).get("poststart")
+    return rt.starts_by_fifo and not (config.get("hooks") or {}).get("poststart")
 
 
 def find_runtime(name_or_path: str) -> OciRuntime:
