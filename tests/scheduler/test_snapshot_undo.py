@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 from builders import held, make_job, make_node
-from gpuyard.scheduler.packing import may_fit, place_gang
+from gpuyard.scheduler.packing import FreeCounts, place_gang
 from gpuyard.scheduler.snapshot import ClusterSnapshot
 
 
@@ -80,6 +80,8 @@ def test_a_gpu_held_twice_is_free_once_both_holders_left():
         (11, 11, {}, False),  # 10 free in total
     ],
 )
-def test_may_fit_is_a_count_bound(gpus, tasks, extra, fits):
-    s = cluster()
-    assert may_fit(s, make_job("j1", gpus=gpus // tasks, tasks=tasks), "A100-80GB", extra) is fits
+def test_free_counts_are_a_count_bound(gpus, tasks, extra, fits):
+    counts = FreeCounts(cluster(), make_job("j1", gpus=gpus // tasks, tasks=tasks), "A100-80GB")
+    for node, held_gpus in extra.items():
+        counts.free_too(node, held_gpus)
+    assert counts.possible() is fits

@@ -17,7 +17,7 @@ Rules, in order:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable
 
 from gpuyard.model import JobDemand, JobPlacement, Resources, TaskDemand, TaskPlacement
 from gpuyard.scheduler.sharing import shared_spot
@@ -37,23 +37,6 @@ def place_gang(
     roles = {role: n for n, role in enumerate(dict.fromkeys(t.role for t in job.tasks))}
     placed.sort(key=lambda t: (roles[t.role], t.index))
     return JobPlacement(job.job_id, tuple(placed))
-
-
-def may_fit(
-    snapshot: ClusterSnapshot,
-    job: JobDemand,
-    flavor: str | None,
-    extra: Mapping[str, Collection[int]],
-) -> bool:
-    """False only when `job`'s whole-GPU tasks cannot all be placed on GPUs of `flavor`, even
-    with the GPUs `extra` names (per node) free too: `FreeCounts`' bound, counted per node,
-    CPU and memory aside. A necessary condition for `place_gang` to succeed on any snapshot
-    where at most those GPUs are freed, so a what-if preemption that it rules out could
-    never have succeeded."""
-    counts = FreeCounts(snapshot, job, flavor)
-    for name, gpus in extra.items():
-        counts.free_too(name, gpus)
-    return counts.possible()
 
 
 class FreeCounts:

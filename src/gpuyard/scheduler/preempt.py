@@ -191,7 +191,7 @@ def could_fit(
     state: ClusterState, job: JobDemand, flavors: Iterable[str | None], pool: list[RunningJob]
 ) -> bool:
     """Whether `job` might fit on one of `flavors` once every job of `pool` still charged
-    were stopped (`packing.may_fit`'s bound, counted job by job and answered as soon as it
+    were stopped (`packing.FreeCounts`' bound, counted job by job and answered as soon as it
     holds): False means no trial preemption from `pool` can succeed, so none is tried (it
     would remove the victims one by one and try the gang after each, for nothing)."""
     for flavor in flavors:
