@@ -31,6 +31,7 @@ from gpuyard.scheduler.cycle import CycleResult, CycleStats
 from gpuyard.scheduler.fits import matching_flavors
 from gpuyard.scheduler.laspool import LevelPool
 from gpuyard.scheduler.mirror import Numbering, QueueMirror
+from gpuyard.scheduler.order import widest_task
 from gpuyard.scheduler.packing import place_gang
 from gpuyard.scheduler.preempt import find_victims
 from gpuyard.scheduler.quota import job_usage
@@ -88,8 +89,7 @@ class Pass:
     def _failed(self, job: JobDemand) -> None:
         """Remember that a one-task job of this size did not fit (until something is freed)."""
         if len(job.tasks) == 1:
-            biggest = max((t.resources.gpus for t in job.tasks), default=0)
-            self.failed_task = min(self.failed_task, biggest)
+            self.failed_task = min(self.failed_task, widest_task(job))
 
     def start(self, job: JobDemand, placement: JobPlacement, borrowed=()) -> None:
         self.state.charge(job.job_id, job.tenant, placement.tasks)
@@ -161,8 +161,7 @@ class SortedQueues:
             self._insert(job)
 
     def _insert(self, job: JobDemand) -> None:
-        biggest = max((t.resources.gpus for t in job.tasks), default=0)
-        entry = (*self.key(job), job.job_id, job.total.gpus, biggest)
+        entry = (*self.key(job), job.job_id, job.total.gpus, widest_task(job))
         self._entry[id(job)] = entry
         bisect.insort(self.queues.setdefault(self.group(job), []), entry)
 

@@ -111,10 +111,10 @@ class TenantQueues:
         i = bisect.bisect_left(queue, entry)
         if i < len(queue) and queue[i] == entry:
             del queue[i]
-            widest = self._widest[job.tenant]
-            widest[widest_task(job)] -= 1
-            if not widest[widest_task(job)]:
-                del widest[widest_task(job)]
+            counts, widest = self._widest[job.tenant], widest_task(job)
+            counts[widest] -= 1
+            if not counts[widest]:
+                del counts[widest]
         if not queue:
             del self.queues[job.tenant]
             del self._policy[job.tenant]
