@@ -178,13 +178,19 @@ def _progress(r: RunningJob, now: float) -> float:
 
 
 def still_borrowing(
-    book: QuotaBook, r: RunningJob, tenant: str, stopping: Collection[str] = ()
+    book: QuotaBook,
+    r: RunningJob,
+    tenant: str,
+    stopping: Collection[str] = (),
+    used: Mapping[tuple[str, str], int] | None = None,
 ) -> bool:
     """A victim of another tenant only while that tenant still borrows what it holds (any
-    job, without quotas: the baselines on the shared pool)."""
+    job, without quotas: the baselines on the shared pool). `used`: (tenant, key) → usage
+    where a what-if differs from the book's."""
     if not book.enabled or r.tenant == tenant or r.terminating or r.job_id in stopping:
         return True
-    return any(book.borrowing(r.tenant, key) > 0 for key, amount in r.borrowed if amount > 0)
+    used = used or {}
+    return any(_borrows(book, used, r.tenant, key) for key, amount in r.borrowed if amount > 0)
 
 
 def could_fit(
@@ -215,19 +221,13 @@ def removable(
     comes. Worked out on a copy of the tenants' usage, the state untouched: a tenant's
     borrowing only falls as its jobs are removed, so a job skipped here would be skipped
     there too, and `could_fit` on this list is the exact bound of the removal loop."""
-    book, used = state.book, {}
+    book, used = state.book, {}  # (tenant, key) → usage once the jobs before are removed
     out: list[RunningJob] = []
     for r in pool:
         c = state.charged.get(r.job_id)
         if c is None:
             continue
-        if not (
-            not book.enabled
-            or r.tenant == job.tenant
-            or r.terminating
-            or r.job_id in stopping
-            or any(_borrows(book, used, r.tenant, key) for key, amount in r.borrowed if amount > 0)
-        ):
+        if not still_borrowing(book, r, job.tenant, stopping, used):
             continue
         out.append(r)
         for key, amount in c.usage.items():
@@ -235,7 +235,7 @@ def removable(
     return out
 
 
-def _borrows(book: QuotaBook, used: dict[tuple[str, str], int], tenant: str, key: str) -> bool:
+def _borrows(book: QuotaBook, used: Mapping[tuple[str, str], int], tenant: str, key: str) -> bool:
     """`book.borrowing(tenant, key) > 0` once usage is as in `used` (where it says)."""
     guaranteed = book.guarantee(tenant, key)
     return guaranteed is not None and used.get((tenant, key), book.usage(tenant, key)) > guaranteed
