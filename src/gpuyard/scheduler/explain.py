@@ -92,9 +92,12 @@ def estimate_start(
     max_releases: int,
 ) -> float | None:
     releases = [(d, j) for d, j in by_deadline if j in state.charged][:max_releases]
-    first = _first_possible(state, job, flavor, releases)
-    if first is None:
+    needed = FreeCounts(state.snapshot, job, flavor).releases_needed(
+        state.charged[job_id].held for _, job_id in releases
+    )
+    if needed is None:
         return None
+    first = max(0, needed - 1)  # made at once; the one that may let it fit is tried next
     need = job.total
     undos = [state.remove(job_id) for _, job_id in releases[:first]]
     try:
@@ -108,20 +111,6 @@ def estimate_start(
     finally:
         for undo in reversed(undos):
             undo()
-
-
-def _first_possible(
-    state: ClusterState, job: JobDemand, flavor: str | None, releases: list[tuple[float, str]]
-) -> int | None:
-    """How many of `releases` go before the first after which `job` may fit (`FreeCounts`'
-    bound, counted without touching the snapshot); None: it fits after none of them."""
-    counts = FreeCounts(state.snapshot, job, flavor)
-    for i, (_, job_id) in enumerate(releases):
-        for t in state.charged[job_id].held:
-            counts.free_too(t.node, t.gpu_indices)
-        if counts.possible():
-            return i
-    return None
 
 
 def placed_in_queue(

@@ -76,6 +76,18 @@ class FreeCounts:
             new = nf.free_by_flavor.get(self.flavor, 0) if self.flavor else len(nf.free_gpus)
             self._set(name, new)
 
+    def releases_needed(self, releases: Iterable[Iterable[TaskPlacement]]) -> int | None:
+        """How many of `releases` (each the tasks one job holds) must be counted free, in
+        order, before the bound holds (0: it holds already); None: not even all of them."""
+        if self.possible():
+            return 0
+        for n, tasks in enumerate(releases, 1):
+            for t in tasks:
+                self.free_too(t.node, t.gpu_indices)
+            if self.possible():
+                return n
+        return None
+
     def free_too(self, name: str, gpus: Iterable[int]) -> None:
         """Count `gpus` of node `name` as free too (a what-if, the snapshot untouched): those
         of the flavor that are held now and not counted by an earlier call. A GPU that

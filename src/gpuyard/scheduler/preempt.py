@@ -200,17 +200,14 @@ def could_fit(
     were stopped (`packing.FreeCounts`' bound, counted job by job and answered as soon as it
     holds): False means no trial preemption from `pool` can succeed, so none is tried (it
     would remove the victims one by one and try the gang after each, for nothing)."""
-    for flavor in flavors:
-        counts = FreeCounts(state.snapshot, job, flavor)
-        if counts.possible():
-            return True
-        for r in pool:
-            c = state.charged.get(r.job_id)
-            for t in c.held if c is not None else ():
-                counts.free_too(t.node, t.gpu_indices)
-            if counts.possible():
-                return True
-    return False
+    charged = state.charged
+    return any(
+        FreeCounts(state.snapshot, job, flavor).releases_needed(
+            charged[r.job_id].held for r in pool if r.job_id in charged
+        )
+        is not None
+        for flavor in flavors
+    )
 
 
 def removable(
