@@ -80,8 +80,12 @@ def test_a_gpu_held_twice_is_free_once_both_holders_left():
         (11, 11, {}, False),  # 10 free in total
     ],
 )
-def test_free_counts_are_a_count_bound(gpus, tasks, extra, fits):
+@pytest.mark.parametrize("by", ["gpu", "count"])
+def test_free_counts_are_a_count_bound(gpus, tasks, extra, fits, by):
     counts = FreeCounts(cluster(), make_job("j1", gpus=gpus // tasks, tasks=tasks), "A100-80GB")
-    for node, held_gpus in extra.items():
-        counts.free_too(node, held_gpus)
+    if by == "gpu":
+        for node, held_gpus in extra.items():
+            counts.free_too(node, held_gpus)
+    else:  # the per-node sums `preempt.could_fit` adds up
+        counts.count_free({node: len(held_gpus) for node, held_gpus in extra.items()})
     assert counts.possible() is fits

@@ -17,7 +17,7 @@ Rules, in order:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from gpuyard.model import JobDemand, JobPlacement, Resources, TaskDemand, TaskPlacement
 from gpuyard.scheduler.sharing import shared_spot
@@ -87,6 +87,14 @@ class FreeCounts:
             if self.possible():
                 return n
         return None
+
+    def count_free(self, more: Mapping[str, int]) -> None:
+        """Count `more[node]` GPUs of node `node` as free too (a what-if, the snapshot
+        untouched; the caller counts only GPUs held now, of the flavor, on schedulable
+        nodes). A GPU counted twice makes the bound looser, never wrong."""
+        if self.need:
+            for name, n in more.items():
+                self._set(name, self.free.get(name, 0) + n)
 
     def free_too(self, name: str, gpus: Iterable[int]) -> None:
         """Count `gpus` of node `name` as free too (a what-if, the snapshot untouched): those

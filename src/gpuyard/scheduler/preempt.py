@@ -197,17 +197,24 @@ def could_fit(
     state: ClusterState, job: JobDemand, flavors: Iterable[str | None], pool: list[RunningJob]
 ) -> bool:
     """Whether `job` might fit on one of `flavors` once every job of `pool` still charged
-    were stopped (`packing.FreeCounts`' bound, counted job by job and answered as soon as it
-    holds): False means no trial preemption from `pool` can succeed, so none is tried (it
-    would remove the victims one by one and try the gang after each, for nothing)."""
+    were stopped (`packing.FreeCounts`' bound, with the GPUs each holds per node added up):
+    False means no trial preemption from `pool` can succeed, so none is tried (it would
+    remove the victims one by one and try the gang after each, for nothing)."""
     charged = state.charged
-    return any(
-        FreeCounts(state.snapshot, job, flavor).releases_needed(
-            charged[r.job_id].held for r in pool if r.job_id in charged
-        )
-        is not None
-        for flavor in flavors
-    )
+    for flavor in flavors:
+        counts = FreeCounts(state.snapshot, job, flavor)
+        if counts.possible():
+            return True
+        freed: dict[str, int] = {}
+        for r in pool:
+            c = charged.get(r.job_id)
+            for node, f, n in c.gpus_on if c is not None else ():
+                if flavor is None or f == flavor:
+                    freed[node] = freed.get(node, 0) + n
+        counts.count_free(freed)
+        if counts.possible():
+            return True
+    return False
 
 
 def removable(

@@ -36,6 +36,7 @@ class Charged:
     placements: tuple[TaskPlacement, ...]  # as the view gave them
     held: tuple[TaskPlacement, ...]  # those on nodes the snapshot knows
     usage: Usage
+    gpus_on: tuple[tuple[str, str, int], ...] = ()  # (node, flavor, GPUs) it holds there
 
 
 class ClusterState:
@@ -152,9 +153,24 @@ class ClusterState:
                     usage[flavor] = usage.get(flavor, 0) + 1
         return usage
 
+    def gpus_on(self, placements: tuple[TaskPlacement, ...]) -> tuple[tuple[str, str, int], ...]:
+        """(node, flavor, GPUs) that `placements` hold on schedulable nodes, shared GPUs
+        included: what their release may free there, for `preempt.could_fit`'s bound."""
+        counts: dict[tuple[str, str], int] = {}
+        for t in placements:
+            nf = self.snapshot.nodes.get(t.node)
+            if nf is None or not nf.node.schedulable:
+                continue
+            for i in t.gpu_indices:
+                flavor = nf.flavor_of.get(i)
+                if flavor is not None:
+                    counts[t.node, flavor] = counts.get((t.node, flavor), 0) + 1
+        return tuple((node, flavor, n) for (node, flavor), n in counts.items())
+
     def charge(self, job_id: str, tenant: str, placements: tuple[TaskPlacement, ...]) -> Undo:
         known = tuple(t for t in placements if t.node in self.snapshot.nodes)
-        c = Charged(tenant, placements, known, self.book.normalise(tenant, self.usage_of(known)))
+        usage = self.book.normalise(tenant, self.usage_of(known))
+        c = Charged(tenant, placements, known, usage, self.gpus_on(known))
         self.snapshot.assume_tasks(known)
         self.book.charge(tenant, c.usage)
         self.charged[job_id] = c
