@@ -138,7 +138,9 @@ class TenantQueues:
         while aging and now - aging[0][0] >= self.config.aging_s:
             item = heapq.heappop(aging)
             job = jobs.get(item[2])
-            entry = self._entry.get(id(job)) if job is not None else None
+            if job is None:
+                continue
+            entry = self._entry.get(id(job))
             if entry is None or entry[0][0] != 1 or job.submitted_at != item[3]:
                 continue
             if not is_aged(job, now, self.config):  # rounding of a longer wait limit

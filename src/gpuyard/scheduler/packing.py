@@ -173,10 +173,11 @@ def _place_one(
         spot = shared_spot(snapshot, used, task, flavor, anywhere=use_index)
         if spot is None:
             return None
-        nf, gpu, memory_mb = spot
-        if all(u is not nf for u in used):
-            used.append(nf)
-        return TaskPlacement(task.role, task.index, nf.node.name, (gpu,), task.resources, memory_mb)
+        shared, gpu, memory_mb = spot
+        if all(u is not shared for u in used):
+            used.append(shared)
+        node = shared.node.name
+        return TaskPlacement(task.role, task.index, node, (gpu,), task.resources, memory_mb)
     nf = _best_among(used, task.resources, flavor)
     if nf is None and use_index:
         nf = _best_node(snapshot, task.resources, flavor)

@@ -225,7 +225,8 @@ def removable(
     comes. Worked out on a copy of the tenants' usage, the state untouched: a tenant's
     borrowing only falls as its jobs are removed, so a job skipped here would be skipped
     there too, and `could_fit` on this list is the exact bound of the removal loop."""
-    book, used = state.book, {}  # (tenant, key) → usage once the jobs before are removed
+    book = state.book
+    used: dict[tuple[str, str], int] = {}  # (tenant, key) → usage once the jobs before left
     out: list[RunningJob] = []
     for r in pool:
         c = state.charged.get(r.job_id)

@@ -34,7 +34,6 @@ CPU = "cpu"
 MEMORY = "memory"
 Usage = dict[str, int]
 _MB, _RAW_MB, _RAW_MILLI = "/MB", "/share-MB", "/share-milli"
-_UNKNOWN = object()  # not worked out yet (a guarantee may be None)
 
 
 def gpu_memory_key(flavor: str) -> str:
@@ -164,10 +163,9 @@ class QuotaBook:
     def guarantee(self, tenant: str, key: str) -> int | None:
         """Guaranteed amount of `key` for `tenant`; None when `key` is not quota-managed
         (worked out once per tenant and key: the tenants are fixed for a book)."""
-        known = self._guarantees.get((tenant, key), _UNKNOWN)
-        if known is _UNKNOWN:
-            known = self._guarantees[tenant, key] = self._guarantee(tenant, key)
-        return known
+        if (tenant, key) not in self._guarantees:
+            self._guarantees[tenant, key] = self._guarantee(tenant, key)
+        return self._guarantees[tenant, key]
 
     def _guarantee(self, tenant: str, key: str) -> int | None:
         if not self.enabled:

@@ -158,12 +158,13 @@ class Round:
         book = self.state.book
         if not gpus or not book.enabled:
             return None
-        caps = [book.max_allowed(job.tenant, f) for f in flavors]
-        if not caps or any(c is None or gpus <= c for c in caps):
+        caps = [book.max_allowed(job.tenant, f) for f in flavors if f is not None]
+        limits = [c for c in caps if c is not None]
+        if not caps or len(limits) < len(caps) or any(gpus <= c for c in limits):
             return None
         return PendingReason(
             PendingCode.BORROWING_LIMIT,
-            f"needs {gpus} GPUs; tenant {job.tenant} may never use more than {max(caps)} "
+            f"needs {gpus} GPUs; tenant {job.tenant} may never use more than {max(limits)} "
             f"(its guarantee plus its borrowing limit)",
         )
 
@@ -187,8 +188,10 @@ class Round:
         return self.facts(job).flavors
 
     def _within(self, job: JobDemand, flavor: str | None) -> bool:
+        if not flavor:
+            return True
         book = self.state.book
-        g = book.guarantee(job.tenant, flavor) if flavor else None
+        g = book.guarantee(job.tenant, flavor)
         return g is None or book.usage(job.tenant, flavor) + self.facts(job).gpus <= g
 
     def _flavors(self, job: JobDemand) -> list[str | None]:

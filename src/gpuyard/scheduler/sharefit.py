@@ -97,7 +97,7 @@ def pick_best(scores: np.ndarray, rank: np.ndarray) -> int:
 
 
 def _finish(view: FreeView, node: int, pod: PodShape, gpu: int | None) -> Placement:
-    if pod.shares_gpu:
+    if pod.shares_gpu and gpu is not None:
         return Placement(node, (int(gpu),))
     return Placement(node, whole_gpus(view, node, pod))
 

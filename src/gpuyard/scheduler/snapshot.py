@@ -97,7 +97,7 @@ class ClusterSnapshot:
         tasks = tuple(tasks)
         for t in tasks:
             self._charge(t)
-        return lambda: self.release_tasks(tasks)
+        return lambda: self._refund_all(tasks)
 
     def release_tasks(self, tasks: Iterable[TaskPlacement]) -> Undo:
         """Give back what `tasks` hold (a finished job, or a what-if preemption victim)."""
@@ -105,6 +105,10 @@ class ClusterSnapshot:
         for t in tasks:
             self._refund(t)
         return lambda: self._recharge(tasks)
+
+    def _refund_all(self, tasks: tuple[TaskPlacement, ...]) -> None:
+        for t in tasks:
+            self._refund(t)
 
     def _recharge(self, tasks: tuple[TaskPlacement, ...]) -> None:
         for t in tasks:

@@ -175,7 +175,10 @@ class ClusterState:
         self.book.charge(tenant, c.usage)
         self.charged[job_id] = c
         self._touched[job_id] = None
-        return lambda: self._drop(job_id)
+        return lambda: self._forget(job_id)
+
+    def _forget(self, job_id: str) -> None:
+        self._drop(job_id)
 
     def remove(self, job_id: str) -> Undo:
         c = self._drop(job_id)
