@@ -6,7 +6,16 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := crun runc gcc python3-venv umoci skopeo busybox-static chromium prometheus
 PORT   ?= 8080
 
-.PHONY: run test system venv host lint clean
+.PHONY: run test system venv host lint clean compiled test-compiled
+
+# what a replay runs, compiled by mypyc (`make compiled`, docs/sim.md): the scheduler, the
+# model's value types and the simulator's engine; the rest of the package stays as it is
+COMPILED := build/compiled
+MYPYC_MODULES := $(addprefix gpuyard/scheduler/,baselines.py cycle.py explain.py fits.py \
+	laspool.py limits.py mirror.py multitenant.py order.py packing.py pending.py preempt.py \
+	quota.py reasons.py remaining.py round.py snapshot.py state.py view.py) \
+	$(addprefix gpuyard/model/,demand.py placement.py resources.py running.py tenant.py value.py) \
+	gpuyard/sim/engine.py gpuyard/sim/cluster.py
 
 system: ## the system parts: OCI runtimes, a C compiler (fake NVML in tests), chromium (portal tests)
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -30,12 +39,29 @@ run: system venv host ## start gpuyard in the foreground on 127.0.0.1:$(PORT)
 lint: venv
 	$(BIN)/ruff check src tests bench
 	$(BIN)/lint-imports
+	$(BIN)/mypy --ignore-missing-imports src/gpuyard/scheduler $(filter-out src/gpuyard/scheduler/%,$(addprefix src/,$(MYPYC_MODULES)))
 	@command -v promtool >/dev/null || { echo "no promtool: run 'make system' (Debian's prometheus)" >&2; exit 1; }
 	promtool check rules deploy/prometheus/alerts.yml
 	promtool check config deploy/prometheus/prometheus.yml
 
 test: system venv host lint ## every test, real containers and a real server included
 	$(BIN)/pytest -q
+	$(MAKE) test-compiled
+
+compiled: $(COMPILED)/.built ## a copy of the package with the scheduler compiled (mypyc)
+
+$(COMPILED)/.built: $(BIN)/.installed $(shell find src/gpuyard -name '*.py')
+	rm -rf $(COMPILED) && mkdir -p $(COMPILED) && cp -r src/gpuyard $(COMPILED)/
+	cd $(COMPILED) && $(abspath $(BIN))/mypyc --ignore-missing-imports $(MYPYC_MODULES) \
+	  > mypyc.log 2>&1 || { tail -40 mypyc.log; exit 1; }
+	rm -rf $(COMPILED)/build
+	touch $@
+
+# the scheduler and simulator tests again, on the compiled build (not the one that runs the
+# live controller and its API: the platform does not run from this build, `gpuyard up` says so)
+test-compiled: compiled
+	GPUYARD_COMPILED=1 PYTHONPATH=$(COMPILED) $(BIN)/pytest -q -p no:cacheprovider \
+	  tests/scheduler tests/sim --deselect tests/sim/test_sim_vs_controller.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from gpuyard.sim.command import DEFAULT_POLICIES, parse_policies
+from gpuyard.sim.command import DEFAULT_POLICIES, parse_policies, scheduler_build
 from gpuyard.sim.engine import SimConfig
 from gpuyard.sim.report import compare, table, tenant_table, write_outputs
 from gpuyard.sim.traces import default_trace_dir, load_philly
@@ -32,7 +32,9 @@ def main() -> None:
     ap.add_argument("--trace-dir", type=Path, default=default_trace_dir())
     args = ap.parse_args()
     console = Console(width=160)
-    console.print(f"machine: {platform.machine()}, {platform.python_version()}")
+    console.print(
+        f"machine: {platform.machine()}, {platform.python_version()}, {scheduler_build()}"
+    )
     for name in args.configs.split(","):
         trace = load_philly(args.trace_dir, CONFIGS[name]).limit(args.limit)
         c = compare(trace, parse_policies(args.policy), SimConfig(), console.print)

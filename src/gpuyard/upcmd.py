@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from gpuyard.engine.ray import parse_engine
+from gpuyard.scheduler import compiled
 from gpuyard.server import ServerConfig, default_data_dir, serve
 
 DEFAULT_DATA_DIR = default_data_dir()
@@ -73,6 +74,13 @@ def up(
 ) -> None:
     """Start the platform in the foreground: API, controller, this machine (or a Ray cluster)
     as the nodes."""
+    if compiled():
+        raise typer.BadParameter(
+            "this is the replay build (make compiled: its model types are compiled, and "
+            "the API's validation cannot read them); run the platform without "
+            "build/compiled on PYTHONPATH",
+            param_hint="PYTHONPATH",
+        )
     try:
         parse_engine(engine)
     except ValueError as e:

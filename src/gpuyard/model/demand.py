@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpuyard.model.resources import Resources
+from gpuyard.model.value import Value
 
 
 @dataclass(frozen=True, slots=True)
-class GpuShare:
+class GpuShare(Value):
     """A task's part of ONE shared GPU: `memory_mb` of its memory, or `milli` thousandths of
     it (`gpuNumber: 0.5` → 500), and an optional compute share for MPS (1–100 %).
 
@@ -28,7 +29,7 @@ class GpuShare:
 
 
 @dataclass(frozen=True, slots=True)
-class TaskDemand:
+class TaskDemand(Value):
     """One task. `resources.gpus` counts whole GPUs; a task with a `gpu_share` asks for no
     whole GPU but for part of one GPU in shared mode (never both)."""
 
@@ -44,7 +45,7 @@ class TaskDemand:
 
 
 @dataclass(frozen=True, slots=True)
-class JobDemand:
+class JobDemand(Value):
     """A job waiting for placement. `seq` is the submission order (ties broken by it).
 
     `submitted_at`: when this attempt entered the queue (aging and FIFO use it).

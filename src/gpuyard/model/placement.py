@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuyard.model.resources import Resources
+from gpuyard.model.value import Value
 
 
 @dataclass(frozen=True, slots=True)
-class TaskPlacement:
+class TaskPlacement(Value):
     role: str
     index: int
     node: str
@@ -31,7 +32,7 @@ class TaskPlacement:
 
 
 @dataclass(frozen=True, slots=True)
-class JobPlacement:
+class JobPlacement(Value):
     job_id: str
     tasks: tuple[TaskPlacement, ...]
 

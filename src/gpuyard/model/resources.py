@@ -5,9 +5,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from gpuyard.model.value import Value
+
 
 @dataclass(frozen=True, slots=True)
-class Resources:
+class Resources(Value):
     """An amount of node resources. CPU in millicores so that sums stay exact."""
 
     cpu_milli: int = 0
@@ -56,7 +58,7 @@ def gpu_type_matches(requested: str | None, actual: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class GpuDevice:
+class GpuDevice(Value):
     """One GPU of a node. `fake` GPUs are declared, not detected, and are always shown so."""
 
     index: int
@@ -75,7 +77,7 @@ class GpuDevice:
 
 
 @dataclass(frozen=True, slots=True)
-class Node:
+class Node(Value):
     """A machine that runs tasks: its allocatable CPU, memory and GPUs.
 
     `address`: the IP that the tasks of other nodes reach this node's tasks at (tasks share the
@@ -111,7 +113,7 @@ class CordonState(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class NodeCordon:
+class NodeCordon(Value):
     """A node taken out of scheduling by an admin: how, why, by whom, since when, until when."""
 
     state: CordonState

@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuyard.model.placement import TaskPlacement
+from gpuyard.model.value import Value
 
 
 @dataclass(frozen=True, slots=True)
-class RunningJob:
+class RunningJob(Value):
     """A job that holds resources (bound, starting, running or stopping).
 
     `terminating`: a stop (preemption, cancel, timeout) was already sent; its resources will
@@ -53,7 +54,7 @@ class RunningJob:
 
 
 @dataclass(frozen=True, slots=True)
-class TenantUsage:
+class TenantUsage(Value):
     """GPU-hours a tenant used in its current budget period, and when that period ends."""
 
     gpu_hours: float = 0.0

@@ -12,6 +12,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from gpuyard.model.value import Value
+
 
 class QueuePolicy(enum.StrEnum):
     FIFO = "fifo"  # priority, then submission order
@@ -33,7 +35,7 @@ class IdleGpuAction(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class FlavorQuota:
+class FlavorQuota(Value):
     """Guaranteed GPUs of one flavor, and how far the tenant may go beyond it / lend of it.
 
     `borrowing_limit`: at most this many GPUs of the flavor above the guarantee (None: any
@@ -55,7 +57,7 @@ class FlavorQuota:
 
 
 @dataclass(frozen=True, slots=True)
-class Tenant:
+class Tenant(Value):
     name: str
     quotas: tuple[FlavorQuota, ...] = ()
     cpu_milli: int | None = None  # guaranteed CPU (None: not limited by quota)

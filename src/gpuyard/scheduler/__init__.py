@@ -2,9 +2,12 @@
 pending reasons. No I/O, no clock.
 
 `schedule(nodes, held, queued)` is the v1 single-queue cycle; `Scheduler().cycle(view)` the
-multi-tenant one (see docs/scheduler.md).
+multi-tenant one (see docs/scheduler.md). `make compiled` builds a copy of the package whose
+hot scheduler modules are compiled by mypyc (same decisions, about twice as fast: docs/sim.md);
+`compiled()` says which one runs.
 """
 
+from gpuyard.scheduler import multitenant as _multitenant
 from gpuyard.scheduler.baselines import POLICIES
 from gpuyard.scheduler.cycle import CycleResult, CycleStats, queue_order, schedule
 from gpuyard.scheduler.multitenant import Scheduler
@@ -28,5 +31,11 @@ __all__ = [
     "explain_no_fit",
     "place_job",
     "queue_order",
+    "compiled",
     "schedule",
 ]
+
+
+def compiled() -> bool:
+    """Whether the scheduler's modules run compiled by mypyc (`make compiled`)."""
+    return not str(_multitenant.__file__).endswith(".py")

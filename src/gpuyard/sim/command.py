@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 
 from gpuyard.model import QueuePolicy
-from gpuyard.scheduler import POLICIES
+from gpuyard.scheduler import POLICIES, compiled
 from gpuyard.sim.engine import SimConfig
 from gpuyard.sim.report import compare, table, tenant_table, write_outputs
 from gpuyard.sim.traces import Trace, load_csv, load_philly
@@ -50,7 +50,7 @@ def run_sim(
     console.print(
         f"{len(trace.jobs):,} jobs, {len(trace.tenants)} tenants, {trace.total_nodes} nodes "
         f"({gpus:,} GPUs); cycle {config.cycle_s:g} s, checkpoint {config.checkpoint_s:g} s, "
-        f"grace {config.grace_s} s, seed {config.seed}"
+        f"grace {config.grace_s} s, seed {config.seed}; {scheduler_build()}"
     )
     with console.status("simulating") as status:
         c = compare(trace, names, config, lambda p: status.update(f"simulating {p}"))
@@ -86,3 +86,8 @@ def sim_config(
         least_served_first=least_served_first,
         aged_holds=aged_holds,
     )
+
+
+def scheduler_build() -> str:
+    """Which build of the scheduler replays: replay times depend on it (docs/sim.md)."""
+    return "scheduler compiled (mypyc)" if compiled() else "scheduler pure Python"

@@ -23,9 +23,17 @@ import math
 import random
 import time
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from gpuyard.model import JobPlacement, ManualClock, QueuePolicy, RunningJob
-from gpuyard.scheduler import Admission, ClusterView, Preemption, Scheduler, SchedulerConfig
+from gpuyard.scheduler import (
+    Admission,
+    ClusterView,
+    CycleResult,
+    Preemption,
+    Scheduler,
+    SchedulerConfig,
+)
 from gpuyard.scheduler.view import ViewChanges
 from gpuyard.sim.cluster import build_nodes, build_tenants, demand
 from gpuyard.sim.traces import Trace, TraceJob
@@ -74,6 +82,13 @@ class SimJob:
         return self.trace.duration_s - self.done_s
 
 
+class Policy(Protocol):
+    """What the simulator runs its cycles through: a `Scheduler` (or a test's wrapper of
+    one; a `quiet_until(view)` method, if it has one, lets quiet cycles be skipped)."""
+
+    def cycle(self, view: ClusterView) -> CycleResult: ...
+
+
 @dataclass(slots=True)
 class SimResult:
     trace: Trace
@@ -91,13 +106,15 @@ class SimResult:
 
 
 class Simulator:
-    def __init__(self, trace: Trace, config: SimConfig | None = None) -> None:
+    def __init__(
+        self, trace: Trace, config: SimConfig | None = None, scheduler: Policy | None = None
+    ) -> None:
         self.trace, self.config = trace, config or SimConfig()
         c = self.config
         self.clock = ManualClock(0.0)
         self.nodes = build_nodes(trace)
         self.tenants = build_tenants(trace, c.tenant_queue, c.grace_s)
-        self.scheduler = Scheduler(scheduler_config(c))
+        self.scheduler: Policy = scheduler or Scheduler(scheduler_config(c))
         rng = random.Random(c.seed)
         self.jobs = {
             j.job_id: SimJob(j, i, rng.uniform(0, c.checkpoint_s) if c.checkpoint_s else 0.0)
