@@ -13,7 +13,7 @@ PORT   ?= 8080
 COMPILED := build/compiled
 MYPYC_MODULES := $(addprefix gpuyard/scheduler/,baselines.py cycle.py explain.py fits.py \
 	laspool.py limits.py mirror.py multitenant.py order.py packing.py pending.py preempt.py \
-	quota.py reasons.py remaining.py round.py snapshot.py state.py view.py) \
+	quota.py reasons.py remaining.py round.py snapshot.py state.py victimtable.py view.py) \
 	$(addprefix gpuyard/model/,demand.py placement.py resources.py running.py tenant.py value.py) \
 	gpuyard/sim/engine.py gpuyard/sim/cluster.py
 

@@ -40,10 +40,10 @@ from gpuyard.scheduler.cycle import CycleResult, CycleStats
 from gpuyard.scheduler.fits import ShapeFits
 from gpuyard.scheduler.mirror import Numbering
 from gpuyard.scheduler.order import TenantQueues
-from gpuyard.scheduler.preempt import VictimTable
 from gpuyard.scheduler.reasons import PendingReason
-from gpuyard.scheduler.round import Facts, Round
+from gpuyard.scheduler.round import Facts, Round, own_jobs_preemptible
 from gpuyard.scheduler.state import ClusterState
+from gpuyard.scheduler.victimtable import VictimTable
 from gpuyard.scheduler.view import ClusterView, SchedulerConfig
 
 
@@ -100,6 +100,7 @@ class Scheduler:
         # 2. snapshot: what is free and who uses what, synced with the running jobs.
         self._state.sync(view.nodes, view.tenants, view.running, changes)
         self._fits.sync(view.nodes, self._state.rebuilt)
+        self._victims.sync(view.running, changes, own_jobs_preemptible(view.tenants, self.config))
         self._unpark_changed()
         self._keep_facts()
         rnd = Round(

@@ -29,6 +29,7 @@ from gpuyard.scheduler.packing import FreeCounts
 from gpuyard.scheduler.quota import QuotaBook
 from gpuyard.scheduler.snapshot import Undo
 from gpuyard.scheduler.state import ClusterState
+from gpuyard.scheduler.victimtable import Row
 
 Fits = Callable[[], JobPlacement | None]
 
@@ -55,42 +56,6 @@ def demotion(
     return Demotion(
         tuple(thresholds), las_level(thresholds, job.attained_gpu_s), min_run_s, own_tenant
     )
-
-
-# what `candidates` reads of a running job, worked out once per `RunningJob` object
-Row = tuple[RunningJob, str, int, bool, bool, float, int, float]
-
-
-class VictimTable:
-    """The running jobs that may be preempted, as rows of what `candidates` reads of each
-    (tenant, priority, opportunistic, terminating, start, GPUs, earlier attained service).
-    A row is worked out once per `RunningJob` object and kept across cycles while that object
-    is in the view, so choosing a head's candidates costs a pass over plain tuples."""
-
-    def __init__(self) -> None:
-        self._rows: dict[int, Row] = {}
-
-    def rows(self, running: Sequence[RunningJob]) -> list[Row]:
-        """Rows of the preemptible jobs of `running`, in its order."""
-        known, rows = self._rows, {}
-        for r in running:
-            row = known.get(id(r))
-            if row is None or row[0] is not r:
-                if not r.preemptible:
-                    continue
-                row = (
-                    r,
-                    r.tenant,
-                    r.priority,
-                    r.opportunistic,
-                    r.terminating,
-                    r.started_at,
-                    r.gpus,
-                    r.attained_gpu_s,
-                )
-            rows[id(r)] = row
-        self._rows = rows
-        return list(rows.values())
 
 
 def candidates(

@@ -14,18 +14,11 @@ from gpuyard.scheduler.limits import UserLimits, budget_refusal
 from gpuyard.scheduler.order import Entry, is_aged
 from gpuyard.scheduler.packing import place_gang
 from gpuyard.scheduler.pending import PendingReasons
-from gpuyard.scheduler.preempt import (
-    Demotion,
-    Row,
-    VictimTable,
-    candidates,
-    demotion,
-    find_victims,
-    las_level,
-)
+from gpuyard.scheduler.preempt import Demotion, candidates, demotion, find_victims, las_level
 from gpuyard.scheduler.quota import CPU, MEMORY, QuotaVerdict, job_usage
 from gpuyard.scheduler.reasons import PendingCode, PendingReason
 from gpuyard.scheduler.state import ClusterState
+from gpuyard.scheduler.victimtable import Row, VictimTable
 from gpuyard.scheduler.view import Admission, ClusterView, Preemption, SchedulerConfig
 
 ALL_WAKE = frozenset({CPU, MEMORY})
@@ -304,7 +297,7 @@ class Round:
 
     def _las_demotes(self, tenant: str) -> bool:
         t = self.view.tenants.get(tenant)
-        return self.config.tenant_preemption and t is not None and t.queue_policy is QueuePolicy.LAS
+        return t is not None and las_demotes(t, self.config)
 
     def _demotable(self, head: JobDemand) -> Demotion | None:
         c = self.config
@@ -317,23 +310,9 @@ class Round:
 
     def _preemptible(self) -> list[Row]:
         """Running jobs that some head might preempt: borrowers, stopping jobs, and every job
-        of tenants with priority preemption or LAS demotion (computed once per cycle)."""
+        of the tenants in `own_jobs_preemptible` (`VictimTable`, read once per cycle)."""
         if self._pool is None:
-            same_tenant = {n for n, t in self.view.tenants.items() if t.priority_preemption} | {
-                n for n in self.view.tenants if self._las_demotes(n)
-            }
-            self._pool = self._victims.rows(
-                [
-                    r
-                    for r in self.view.running
-                    if r.preemptible
-                    and (
-                        r.terminating
-                        or r.tenant in same_tenant
-                        or (r.borrowed and (r.borrowed[0][1] > 0 or r.opportunistic))
-                    )
-                ]
-            )
+            self._pool = self._victims.rows()
         return self._pool
 
     def _holds(self, r: RunningJob, flavor: str | None) -> bool:
@@ -483,3 +462,16 @@ class Round:
         if i is None or i >= len(queue):
             return None
         return queue[i][1]
+
+
+def las_demotes(tenant: Tenant, config: SchedulerConfig) -> bool:
+    """Whether `tenant`'s heads may demote its own jobs (LAS inside the tenant)."""
+    return config.tenant_preemption and tenant.queue_policy is QueuePolicy.LAS
+
+
+def own_jobs_preemptible(tenants: Mapping[str, Tenant], config: SchedulerConfig) -> frozenset[str]:
+    """The tenants whose own running jobs their heads may stop: priority preemption, or LAS
+    demotion inside the tenant."""
+    return frozenset(
+        name for name, t in tenants.items() if t.priority_preemption or las_demotes(t, config)
+    )
