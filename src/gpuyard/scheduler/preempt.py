@@ -83,6 +83,7 @@ def candidates(
     t, p = job.tenant, job.priority
     chosen: list[Row] = []
     borrows: dict[tuple, bool] = {}  # (tenant, borrowed) → still borrowing, for this call
+    borrowers: dict[str, bool] = {}  # tenant → borrows anything now, for this call
     for given in rows:
         row = given
         r, tenant, prio, opportunistic, terminating, started, _, _ = row
@@ -94,6 +95,11 @@ def candidates(
                 if not opportunistic:
                     continue
                 if book is not None:
+                    anything = borrowers.get(tenant)
+                    if anything is None:
+                        anything = borrowers[tenant] = book.borrows_any(tenant)
+                    if not anything:
+                        continue  # as `still_borrowing` would say for each of its jobs
                     known = borrows.get((tenant, r.borrowed))
                     if known is None:
                         known = borrows[tenant, r.borrowed] = still_borrowing(book, r, t)

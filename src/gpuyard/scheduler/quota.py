@@ -186,6 +186,10 @@ class QuotaBook:
         guaranteed = self.guarantee(tenant, key)
         return 0 if guaranteed is None else max(0, self.usage(tenant, key) - guaranteed)
 
+    def borrows_any(self, tenant: str) -> bool:
+        """Whether the tenant uses more than its guarantee of any resource now."""
+        return any(self.borrowing(tenant, key) > 0 for key in self.used.get(tenant, {}))
+
     def reserved(self, tenant: str, key: str) -> int:
         """Unused guarantee of `tenant` that it does not lend (0 without a lending limit)."""
         q = self.quota(tenant, key)
