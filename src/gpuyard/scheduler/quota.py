@@ -200,8 +200,14 @@ class QuotaBook:
 
     def verdict(self, tenant: str, usage: Usage, free: Callable[[str], int]) -> QuotaVerdict:
         """Would `usage` more for `tenant` be guaranteed, borrowed, or refused by quota."""
+        return self.verdict_normalised(tenant, self.normalise(tenant, usage), free)
+
+    def verdict_normalised(
+        self, tenant: str, usage: Usage, free: Callable[[str], int]
+    ) -> QuotaVerdict:
+        """`verdict` of a usage that `normalise` already gave for `tenant`."""
         borrowed: list[tuple[str, int]] = []
-        for key, amount in self.normalise(tenant, usage).items():
+        for key, amount in usage.items():
             guaranteed = self.guarantee(tenant, key)
             if guaranteed is None or amount == 0:
                 continue

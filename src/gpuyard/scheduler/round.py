@@ -15,7 +15,7 @@ from gpuyard.scheduler.order import Entry, is_aged
 from gpuyard.scheduler.packing import place_gang
 from gpuyard.scheduler.pending import PendingReasons
 from gpuyard.scheduler.preempt import Demotion, candidates, demotion, find_victims, las_level
-from gpuyard.scheduler.quota import CPU, MEMORY, QuotaVerdict, job_usage
+from gpuyard.scheduler.quota import CPU, MEMORY, QuotaVerdict, Usage, job_usage
 from gpuyard.scheduler.reasons import PendingCode, PendingReason
 from gpuyard.scheduler.state import ClusterState
 from gpuyard.scheduler.victimtable import Row, VictimTable
@@ -41,13 +41,17 @@ class Blocked:
 @dataclass(frozen=True, slots=True)
 class Facts:
     """What a queued job's admission needs that changes only with the nodes or tenants: the
-    GPU flavors it can use, its GPUs, why it can never run (None: it can), and its shape."""
+    GPU flavors it can use, its GPUs, why it can never run (None: it can), its shape, whom
+    it may demote (`Demotion`; None: nobody), and its quota usage per flavor as its tenant
+    is charged (`QuotaBook.normalise`, filled as flavors are tried)."""
 
     job: JobDemand
     flavors: list[str | None]
     gpus: int
     never: PendingReason | None
     shape: Shape
+    demote: Demotion | None
+    usage: dict[str | None, Usage] = field(default_factory=dict)
 
 
 class Round:
@@ -142,7 +146,18 @@ class Round:
         flavors = matching_flavors(job, self.state.snapshot.flavors)
         gpus = job.total.gpus
         never = self.fits.never(job) or self._never_by_quota(job, flavors, gpus)
-        known = self._facts[job.job_id] = Facts(job, flavors, gpus, never, shape_of(job))
+        demote = self._demotion(job)
+        known = self._facts[job.job_id] = Facts(job, flavors, gpus, never, shape_of(job), demote)
+        return known
+
+    def usage(self, job: JobDemand, flavor: str | None) -> Usage:
+        """What admitting `job` on `flavor` charges its tenant (worked out once per flavor)."""
+        facts = self.facts(job)
+        known = facts.usage.get(flavor)
+        if known is None:
+            known = facts.usage[flavor] = self.state.book.normalise(
+                job.tenant, job_usage(job, flavor)
+            )
         return known
 
     def _never_by_quota(
@@ -204,7 +219,9 @@ class Round:
         refusals: list[tuple[str | None, QuotaVerdict]] = []
         physical: list[tuple[str | None, QuotaVerdict]] = []
         for flavor in flavors:
-            verdict = self.state.book.verdict(tenant, job_usage(head, flavor), self.state.free)
+            verdict = self.state.book.verdict_normalised(
+                tenant, self.usage(head, flavor), self.state.free
+            )
             if verdict.blocked:
                 refusals.append((flavor, verdict))
                 continue
@@ -267,7 +284,7 @@ class Round:
         self, head: JobDemand, physical: list[tuple[str | None, QuotaVerdict]]
     ) -> Blocked | None:
         own = self.view.tenants.get(head.tenant)
-        demotable = self._demotable(head)
+        demotable = self.facts(head).demote
         for flavor, verdict in physical:
             reclaim = self.state.book.enabled and not verdict.opportunistic
             if not (reclaim or demotable or (own is not None and own.priority_preemption)):
@@ -299,7 +316,7 @@ class Round:
         t = self.view.tenants.get(tenant)
         return t is not None and las_demotes(t, self.config)
 
-    def _demotable(self, head: JobDemand) -> Demotion | None:
+    def _demotion(self, head: JobDemand) -> Demotion | None:
         c = self.config
         if not c.tenant_preemption:
             return None
@@ -320,12 +337,12 @@ class Round:
         return charged is not None and (flavor is None or charged.usage.get(flavor, 0) > 0)
 
     def _fits(self, head: JobDemand, flavor: str | None, within: bool):
-        usage, gpus = job_usage(head, flavor), head.total.gpus
+        usage, gpus = self.usage(head, flavor), head.total.gpus
 
         def fits() -> JobPlacement | None:
             if flavor and self.state.free(flavor) < gpus:
                 return None
-            verdict = self.state.book.verdict(head.tenant, usage, self.state.free)
+            verdict = self.state.book.verdict_normalised(head.tenant, usage, self.state.free)
             if verdict.blocked or (within and verdict.opportunistic):
                 return None
             return place_gang(self.state.snapshot, head, flavor)

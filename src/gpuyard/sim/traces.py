@@ -76,11 +76,14 @@ class Trace:
 
 
 def default_trace_dir() -> Path:
-    """$GPUYARD_TRACE_DIR, else ../shared/traces next to the repository."""
+    """$GPUYARD_TRACE_DIR, else ../shared/traces next to the repository: the first
+    `shared/traces` above this file (the compiled copy in build/compiled is deeper)."""
     env = os.environ.get(TRACE_DIR_ENV)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[3].parent / "shared" / "traces"
+    here = Path(__file__).resolve()
+    found = (p / "shared" / "traces" for p in here.parents if (p / "shared" / "traces").is_dir())
+    return next(found, here.parents[3].parent / "shared" / "traces")
 
 
 # ---- Philly 2017 ---------------------------------------------------------------------
