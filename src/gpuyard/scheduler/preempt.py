@@ -231,9 +231,10 @@ def find_victims(
     if not could_fit(state, job, (flavor,), pool):
         return None  # not even with all of them (the cheap bound first)
     if state.book.enabled:  # without quotas, every charged job of `pool` is removable
-        pool = removable(state, job, pool, stopping)
-        if not could_fit(state, job, (flavor,), pool):
-            return None
+        kept = removable(state, job, pool, stopping)
+        if len(kept) < len(pool) and not could_fit(state, job, (flavor,), kept):
+            return None  # (all of them kept: the bound above holds for them)
+        pool = kept
     tenant, counts = job.tenant, FreeCounts(state.snapshot, job, flavor)
     removed: list[tuple[RunningJob, Undo]] = []
     placement: JobPlacement | None = None
