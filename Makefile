@@ -6,7 +6,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := crun runc gcc python3-venv umoci skopeo busybox-static chromium prometheus
 PORT   ?= 8080
 
-.PHONY: run test system venv host lint clean compiled test-compiled
+.PHONY: run test system venv host lint clean compiled test-compiled bench-sim
 
 # what a replay runs, compiled by mypyc (`make compiled`, docs/sim.md): the scheduler, the
 # model's value types and the simulator's engine; the rest of the package stays as it is
@@ -56,6 +56,9 @@ $(COMPILED)/.built: $(BIN)/.installed $(shell find src/gpuyard -name '*.py')
 	  > mypyc.log 2>&1 || { tail -40 mypyc.log; exit 1; }
 	rm -rf $(COMPILED)/build
 	touch $@
+
+bench-sim: compiled ## issue 4's Philly comparison (A and B) on the compiled build
+	PYTHONPATH=$(COMPILED) $(BIN)/python bench/sim_quality.py
 
 # the scheduler and simulator tests again, on the compiled build (not the one that runs the
 # live controller and its API: the platform does not run from this build, `gpuyard up` says so)
