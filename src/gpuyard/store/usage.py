@@ -1,26 +1,48 @@
 """GPU service received, from the task rows: per job (for LAS) and per tenant (for budgets).
 
-A task holds `len(gpus)` GPUs from `started_at` to `finished_at` (or to `now` while it runs).
+A task holds its GPUs from `started_at` to `finished_at` (or to `now` while it runs): each
+whole GPU counts one; a shared task (`gpu_memory_mb` of one GPU) counts the part of that
+GPU's memory it holds, as the nodes report it (a whole GPU when the node is not known).
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from gpuyard.store.tables import JobRow, TaskRow
+from gpuyard.store.tables import JobRow, NodeRow, TaskRow
+
+GpuMemory = Mapping[tuple[str, int], int]  # (node, GPU index) → its memory, MB
 
 
-def _gpu_seconds(row: TaskRow, since: float, now: float) -> float:
+def _gpu_seconds(row: TaskRow, since: float, now: float, memory: GpuMemory) -> float:
     if row.started_at is None:
         return 0.0
     start = max(row.started_at, since)
     end = row.finished_at if row.finished_at is not None else now
-    return max(0.0, end - start) * len(json.loads(row.gpus))
+    return max(0.0, end - start) * _gpus_held(row, memory)
+
+
+def _gpus_held(row: TaskRow, memory: GpuMemory) -> float:
+    """Whole GPUs count one each; a shared task (`gpu_memory_mb`) the part of its GPU's
+    memory it holds (docs/gpu-sharing.md), or a whole GPU when that GPU is not known."""
+    gpus = json.loads(row.gpus)
+    if not row.gpu_memory_mb or not gpus:
+        return float(len(gpus))
+    total = memory.get((row.node, gpus[0]))
+    return min(1.0, row.gpu_memory_mb / total) if total else 1.0
+
+
+def _gpu_memory(s: Session) -> dict[tuple[str, int], int]:
+    return {
+        (node, gpu["index"]): gpu["memory_mb"]
+        for node, gpus in s.execute(select(NodeRow.name, NodeRow.gpus))
+        for gpu in json.loads(gpus)
+    }
 
 
 class UsageRepo:
@@ -35,8 +57,9 @@ class UsageRepo:
             return out
         q = select(TaskRow).where(TaskRow.job_id.in_(ids), TaskRow.started_at.is_not(None))
         with self._sessions() as s:
+            memory = _gpu_memory(s)
             for row in s.scalars(q):
-                out[row.job_id] += _gpu_seconds(row, 0.0, now)
+                out[row.job_id] += _gpu_seconds(row, 0.0, now, memory)
         return out
 
     def by_tenant(self, since: float, now: float) -> dict[str, float]:
@@ -49,6 +72,7 @@ class UsageRepo:
         )
         out: dict[str, float] = defaultdict(float)
         with self._sessions() as s:
+            memory = _gpu_memory(s)
             for row, tenant in s.execute(q):
-                out[tenant] += _gpu_seconds(row, since, now)
+                out[tenant] += _gpu_seconds(row, since, now, memory)
         return dict(out)
