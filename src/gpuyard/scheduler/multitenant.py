@@ -40,8 +40,7 @@ from gpuyard.scheduler.cycle import CycleResult, CycleStats
 from gpuyard.scheduler.fits import ShapeFits
 from gpuyard.scheduler.mirror import Numbering
 from gpuyard.scheduler.order import TenantQueues
-from gpuyard.scheduler.reasons import PendingReason
-from gpuyard.scheduler.round import Facts, Round, own_jobs_preemptible
+from gpuyard.scheduler.round import Blocked, Facts, Round, own_jobs_preemptible
 from gpuyard.scheduler.state import ClusterState
 from gpuyard.scheduler.victimtable import VictimTable
 from gpuyard.scheduler.view import ClusterView, SchedulerConfig
@@ -49,11 +48,12 @@ from gpuyard.scheduler.view import ClusterView, SchedulerConfig
 
 @dataclass(frozen=True, slots=True)
 class Parked:
+    """A tenant's head that could not start, and how (`Blocked`: its reason, what wakes it,
+    the flavors an aged head holds while parked, as when it was tried)."""
+
     head: str
-    wake_on: frozenset[str]
     aged: bool
-    reason: PendingReason
-    holds: frozenset[str]  # flavors it holds while parked (an aged head), as when tried
+    outcome: Blocked
 
 
 class Scheduler:
@@ -134,8 +134,8 @@ class Scheduler:
             return isinstance(rnd.try_admit(tenant, head), JobPlacement)
         parked = self._parked.get(tenant)
         if parked and parked.head == head.job_id and parked.aged == rnd.aged(head):
-            rnd.block(tenant, parked.reason)
-            rnd.hold(head, parked.holds)
+            rnd.block(tenant, parked.outcome)
+            rnd.hold(head, parked.outcome.holds)
             return False
         outcome = rnd.try_admit(tenant, head)
         if isinstance(outcome, JobPlacement):
@@ -143,9 +143,7 @@ class Scheduler:
             return True
         self._unsettled += not outcome.settled
         if outcome.parkable:
-            self._parked[tenant] = Parked(
-                head.job_id, outcome.wake_on, rnd.aged(head), outcome.reason, outcome.holds
-            )
+            self._parked[tenant] = Parked(head.job_id, rnd.aged(head), outcome)
         else:
             self._parked.pop(tenant, None)
         return False
@@ -164,4 +162,6 @@ class Scheduler:
             self._parked.clear()
             return
         released = self._state.released
-        self._parked = {t: p for t, p in self._parked.items() if not (p.wake_on & released)}
+        self._parked = {
+            t: p for t, p in self._parked.items() if not (p.outcome.wake_on & released)
+        }

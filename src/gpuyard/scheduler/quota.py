@@ -66,6 +66,9 @@ class QuotaVerdict:
         return bool(self.borrowed)
 
 
+GUARANTEED = QuotaVerdict()  # the common verdict: within the guarantee, nothing borrowed
+
+
 def job_usage(job: JobDemand, flavor: str | None) -> Usage:
     """What `job` would use on `flavor`, raw: shares as asked (normalise before charging)."""
     total = job.total
@@ -219,7 +222,7 @@ class QuotaBook:
             if refusal is not None:
                 return refusal
             borrowed.append((key, extra))
-        return QuotaVerdict(tuple(borrowed))
+        return QuotaVerdict(tuple(borrowed)) if borrowed else GUARANTEED
 
     def _refusal(
         self, tenant: str, key: str, amount: int, beyond: int, free: int
