@@ -78,11 +78,7 @@ class VictimTable:
         self._rows[r.job_id] = _row(r)
 
     def _wanted(self, r: RunningJob) -> bool:
-        return r.preemptible and (
-            r.terminating
-            or r.tenant in self._same
-            or bool(r.borrowed and (r.borrowed[0][1] > 0 or r.opportunistic))
-        )
+        return r.preemptible and (r.terminating or r.tenant in self._same or r.opportunistic)
 
 
 def _row(r: RunningJob) -> Row:
