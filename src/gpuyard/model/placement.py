@@ -12,14 +12,30 @@ from gpuyard.model.resources import Resources
 from gpuyard.model.value import Value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class TaskPlacement(Value):
     role: str
     index: int
     node: str
     gpu_indices: tuple[int, ...]
     resources: Resources
-    gpu_memory_mb: int = 0  # > 0: a shared task, this much of its one GPU's memory
+    gpu_memory_mb: int  # > 0: a shared task, this much of its one GPU's memory
+
+    def __init__(
+        self,
+        role: str,
+        index: int,
+        node: str,
+        gpu_indices: tuple[int, ...],
+        resources: Resources,
+        gpu_memory_mb: int = 0,
+    ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
+        object.__setattr__(self, "role", role)
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "node", node)
+        object.__setattr__(self, "gpu_indices", gpu_indices)
+        object.__setattr__(self, "resources", resources)
+        object.__setattr__(self, "gpu_memory_mb", gpu_memory_mb)
 
     @property
     def shared(self) -> bool:
@@ -31,10 +47,18 @@ class TaskPlacement(Value):
         return 0 if self.shared else len(self.gpu_indices)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class JobPlacement(Value):
     job_id: str
     tasks: tuple[TaskPlacement, ...]
+
+    def __init__(
+        self,
+        job_id: str,
+        tasks: tuple[TaskPlacement, ...],
+    ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
+        object.__setattr__(self, "job_id", job_id)
+        object.__setattr__(self, "tasks", tasks)
 
     @property
     def nodes(self) -> tuple[str, ...]:

@@ -8,13 +8,23 @@ from dataclasses import dataclass, field
 from gpuyard.model.value import Value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Resources(Value):
     """An amount of node resources. CPU in millicores so that sums stay exact."""
 
-    cpu_milli: int = 0
-    memory_mb: int = 0
-    gpus: int = 0
+    cpu_milli: int
+    memory_mb: int
+    gpus: int
+
+    def __init__(
+        self,
+        cpu_milli: int = 0,
+        memory_mb: int = 0,
+        gpus: int = 0,
+    ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
+        object.__setattr__(self, "cpu_milli", cpu_milli)
+        object.__setattr__(self, "memory_mb", memory_mb)
+        object.__setattr__(self, "gpus", gpus)
 
     @classmethod
     def of(cls, cpu: float = 0, memory_mb: int = 0, gpus: int = 0) -> Resources:

@@ -13,7 +13,7 @@ from gpuyard.model.placement import TaskPlacement
 from gpuyard.model.value import Value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class RunningJob(Value):
     """A job that holds resources (bound, starting, running or stopping).
 
@@ -27,14 +27,42 @@ class RunningJob(Value):
     tenant: str
     placements: tuple[TaskPlacement, ...]
     started_at: float
-    priority: int = 0
-    owner: str | None = None
-    borrowed: tuple[tuple[str, int], ...] = ()
-    max_runtime_s: int | None = None
-    preemptible: bool = True
-    terminating: bool = False
-    attained_gpu_s: float = 0.0
-    oracle_end_at: float | None = None
+    priority: int
+    owner: str | None
+    borrowed: tuple[tuple[str, int], ...]
+    max_runtime_s: int | None
+    preemptible: bool
+    terminating: bool
+    attained_gpu_s: float
+    oracle_end_at: float | None
+
+    def __init__(
+        self,
+        job_id: str,
+        tenant: str,
+        placements: tuple[TaskPlacement, ...],
+        started_at: float,
+        priority: int = 0,
+        owner: str | None = None,
+        borrowed: tuple[tuple[str, int], ...] = (),
+        max_runtime_s: int | None = None,
+        preemptible: bool = True,
+        terminating: bool = False,
+        attained_gpu_s: float = 0.0,
+        oracle_end_at: float | None = None,
+    ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
+        object.__setattr__(self, "job_id", job_id)
+        object.__setattr__(self, "tenant", tenant)
+        object.__setattr__(self, "placements", placements)
+        object.__setattr__(self, "started_at", started_at)
+        object.__setattr__(self, "priority", priority)
+        object.__setattr__(self, "owner", owner)
+        object.__setattr__(self, "borrowed", borrowed)
+        object.__setattr__(self, "max_runtime_s", max_runtime_s)
+        object.__setattr__(self, "preemptible", preemptible)
+        object.__setattr__(self, "terminating", terminating)
+        object.__setattr__(self, "attained_gpu_s", attained_gpu_s)
+        object.__setattr__(self, "oracle_end_at", oracle_end_at)
 
     @property
     def opportunistic(self) -> bool:

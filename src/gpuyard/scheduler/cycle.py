@@ -18,7 +18,7 @@ never run on this cluster (too big, unknown GPU type) does not block the queue.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gpuyard.model import JobDemand, JobPlacement, Node, TaskPlacement
 from gpuyard.scheduler.placement import explain_no_fit, place_job
@@ -27,23 +27,45 @@ from gpuyard.scheduler.snapshot import ClusterSnapshot
 from gpuyard.scheduler.view import Admission, Preemption
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class CycleStats:
-    considered: int = 0
-    admitted: int = 0
-    unschedulable: int = 0
+    considered: int
+    admitted: int
+    unschedulable: int
+
+    def __init__(self, considered: int = 0, admitted: int = 0, unschedulable: int = 0) -> None:
+        # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
+        object.__setattr__(self, "considered", considered)
+        object.__setattr__(self, "admitted", admitted)
+        object.__setattr__(self, "unschedulable", unschedulable)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class CycleResult:
     """What a cycle decided. `admissions[i]` says how `admit[i]` was admitted (guaranteed or
     opportunistic); `preempt` lists the running jobs to stop (none from v1 `schedule`)."""
 
-    admit: tuple[JobPlacement, ...] = ()
-    preempt: tuple[Preemption, ...] = ()
-    pending_reasons: Mapping[str, PendingReason] = field(default_factory=dict)
-    stats: CycleStats = CycleStats()
-    admissions: tuple[Admission, ...] = ()
+    admit: tuple[JobPlacement, ...]
+    preempt: tuple[Preemption, ...]
+    pending_reasons: Mapping[str, PendingReason]
+    stats: CycleStats
+    admissions: tuple[Admission, ...]
+
+    def __init__(
+        self,
+        admit: tuple[JobPlacement, ...] = (),
+        preempt: tuple[Preemption, ...] = (),
+        pending_reasons: Mapping[str, PendingReason] | None = None,
+        stats: CycleStats = CycleStats(),
+        admissions: tuple[Admission, ...] = (),
+    ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
+        object.__setattr__(self, "admit", admit)
+        object.__setattr__(self, "preempt", preempt)
+        object.__setattr__(
+            self, "pending_reasons", {} if pending_reasons is None else pending_reasons
+        )
+        object.__setattr__(self, "stats", stats)
+        object.__setattr__(self, "admissions", admissions)
 
 
 def queue_order(job: JobDemand) -> tuple[int, int]:

@@ -46,7 +46,7 @@ from gpuyard.scheduler.victimtable import VictimTable
 from gpuyard.scheduler.view import ClusterView, SchedulerConfig
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Parked:
     """A tenant's head that could not start, and how (`Blocked`: its reason, what wakes it,
     the flavors an aged head holds while parked, as when it was tried)."""
@@ -54,6 +54,12 @@ class Parked:
     head: str
     aged: bool
     outcome: Blocked
+
+    def __init__(self, head: str, aged: bool, outcome: Blocked) -> None:
+        # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
+        object.__setattr__(self, "head", head)
+        object.__setattr__(self, "aged", aged)
+        object.__setattr__(self, "outcome", outcome)
 
 
 class Scheduler:
@@ -162,6 +168,4 @@ class Scheduler:
             self._parked.clear()
             return
         released = self._state.released
-        self._parked = {
-            t: p for t, p in self._parked.items() if not (p.outcome.wake_on & released)
-        }
+        self._parked = {t: p for t, p in self._parked.items() if not (p.outcome.wake_on & released)}

@@ -34,7 +34,7 @@ from gpuyard.scheduler.victimtable import Row
 Fits = Callable[[], JobPlacement | None]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Demotion:
     """Who a job may demote (LAS, `SchedulerConfig.tenant_preemption`): running jobs of no
     higher priority in a higher LAS queue than `level` (the job's), running for at least
@@ -43,8 +43,20 @@ class Demotion:
 
     thresholds: tuple[float, ...]
     level: int
-    min_run_s: float = 0.0
-    own_tenant: bool = True
+    min_run_s: float
+    own_tenant: bool
+
+    def __init__(
+        self,
+        thresholds: tuple[float, ...],
+        level: int,
+        min_run_s: float = 0.0,
+        own_tenant: bool = True,
+    ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
+        object.__setattr__(self, "thresholds", thresholds)
+        object.__setattr__(self, "level", level)
+        object.__setattr__(self, "min_run_s", min_run_s)
+        object.__setattr__(self, "own_tenant", own_tenant)
 
 
 def demotion(

@@ -53,13 +53,23 @@ def is_gpu_memory_key(key: str) -> bool:
     return key.endswith(_MB)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class QuotaVerdict:
     """May the job start as far as quotas go, and what it borrows if it does."""
 
-    borrowed: tuple[tuple[str, int], ...] = ()
-    blocked: PendingCode | None = None
-    message: str = ""
+    borrowed: tuple[tuple[str, int], ...]
+    blocked: PendingCode | None
+    message: str
+
+    def __init__(
+        self,
+        borrowed: tuple[tuple[str, int], ...] = (),
+        blocked: PendingCode | None = None,
+        message: str = "",
+    ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
+        object.__setattr__(self, "borrowed", borrowed)
+        object.__setattr__(self, "blocked", blocked)
+        object.__setattr__(self, "message", message)
 
     @property
     def opportunistic(self) -> bool:

@@ -29,13 +29,27 @@ class PendingCode(enum.StrEnum):
 NEVER_RUNS = frozenset({PendingCode.NO_NODES, PendingCode.NO_GPU_TYPE, PendingCode.EXCEEDS_NODE})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class PendingReason:
     code: PendingCode
     message: str
-    position: int | None = None
-    queue_length: int | None = None
-    estimated_start: float | None = None
+    position: int | None
+    queue_length: int | None
+    estimated_start: float | None
+
+    def __init__(
+        self,
+        code: PendingCode,
+        message: str,
+        position: int | None = None,
+        queue_length: int | None = None,
+        estimated_start: float | None = None,
+    ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "position", position)
+        object.__setattr__(self, "queue_length", queue_length)
+        object.__setattr__(self, "estimated_start", estimated_start)
 
     @property
     def can_ever_run(self) -> bool:

@@ -24,7 +24,7 @@ from gpuyard.scheduler.view import Admission, ClusterView, Preemption, Scheduler
 ALL_WAKE = frozenset({CPU, MEMORY})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Blocked:
     """A head that cannot start now; `parkable` when only a release in `wake_on` can help;
     `holds`: the GPU flavors it holds (an aged head: nobody else starts on them);
@@ -32,10 +32,24 @@ class Blocked:
     so for a head waiting for its victims to stop: time changes who else may be stopped)."""
 
     reason: PendingReason
-    parkable: bool = False
-    wake_on: frozenset[str] = field(default_factory=frozenset)
-    holds: frozenset[str] = frozenset()
-    settled: bool = True
+    parkable: bool
+    wake_on: frozenset[str]
+    holds: frozenset[str]
+    settled: bool
+
+    def __init__(
+        self,
+        reason: PendingReason,
+        parkable: bool = False,
+        wake_on: frozenset[str] = frozenset(),
+        holds: frozenset[str] = frozenset(),
+        settled: bool = True,
+    ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "parkable", parkable)
+        object.__setattr__(self, "wake_on", wake_on)
+        object.__setattr__(self, "holds", holds)
+        object.__setattr__(self, "settled", settled)
 
 
 @dataclass(frozen=True, slots=True)

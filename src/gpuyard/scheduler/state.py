@@ -30,13 +30,27 @@ from gpuyard.scheduler.snapshot import ClusterSnapshot, Undo
 from gpuyard.scheduler.view import ViewChanges
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Charged:
     tenant: str
     placements: tuple[TaskPlacement, ...]  # as the view gave them
     held: tuple[TaskPlacement, ...]  # those on nodes the snapshot knows
     usage: Usage
-    gpus_on: tuple[tuple[str, str, int], ...] = ()  # (node, flavor, GPUs) it holds there
+    gpus_on: tuple[tuple[str, str, int], ...]  # (node, flavor, GPUs) it holds there
+
+    def __init__(
+        self,
+        tenant: str,
+        placements: tuple[TaskPlacement, ...],
+        held: tuple[TaskPlacement, ...],
+        usage: Usage,
+        gpus_on: tuple[tuple[str, str, int], ...] = (),
+    ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
+        object.__setattr__(self, "tenant", tenant)
+        object.__setattr__(self, "placements", placements)
+        object.__setattr__(self, "held", held)
+        object.__setattr__(self, "usage", usage)
+        object.__setattr__(self, "gpus_on", gpus_on)
 
 
 class ClusterState:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gpuyard.model import JobDemand, Node, RunningJob, Tenant, TenantUsage
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ViewChanges:
     """How a view differs from the view numbered `since` that the same caller handed to the
     same scheduler. Queue: `left` — job ids whose queued demand is gone or replaced (started,
@@ -18,13 +18,27 @@ class ViewChanges:
     or changed (e.g. now terminating), new ones in the order they appear in `running`."""
 
     since: int
-    left: frozenset[str] = frozenset()
-    joined: tuple[JobDemand, ...] = ()
-    stopped: frozenset[str] = frozenset()
-    started: tuple[RunningJob, ...] = ()
+    left: frozenset[str]
+    joined: tuple[JobDemand, ...]
+    stopped: frozenset[str]
+    started: tuple[RunningJob, ...]
+
+    def __init__(
+        self,
+        since: int,
+        left: frozenset[str] = frozenset(),
+        joined: tuple[JobDemand, ...] = (),
+        stopped: frozenset[str] = frozenset(),
+        started: tuple[RunningJob, ...] = (),
+    ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
+        object.__setattr__(self, "since", since)
+        object.__setattr__(self, "left", left)
+        object.__setattr__(self, "joined", joined)
+        object.__setattr__(self, "stopped", stopped)
+        object.__setattr__(self, "started", started)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ClusterView:
     """Everything one cycle decides from. `now` is the caller's clock (seconds).
 
@@ -37,23 +51,53 @@ class ClusterView:
     """
 
     nodes: Sequence[Node]
-    tenants: Mapping[str, Tenant] = field(default_factory=dict)
-    running: Sequence[RunningJob] = ()
-    queued: Collection[JobDemand] = ()
-    usage: Mapping[str, TenantUsage] = field(default_factory=dict)
-    now: float = 0.0
-    number: int = 0
-    changes: ViewChanges | None = None
+    tenants: Mapping[str, Tenant]
+    running: Sequence[RunningJob]
+    queued: Collection[JobDemand]
+    usage: Mapping[str, TenantUsage]
+    now: float
+    number: int
+    changes: ViewChanges | None
+
+    def __init__(
+        self,
+        nodes: Sequence[Node],
+        tenants: Mapping[str, Tenant] | None = None,
+        running: Sequence[RunningJob] = (),
+        queued: Collection[JobDemand] = (),
+        usage: Mapping[str, TenantUsage] | None = None,
+        now: float = 0.0,
+        number: int = 0,
+        changes: ViewChanges | None = None,
+    ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
+        object.__setattr__(self, "nodes", nodes)
+        object.__setattr__(self, "tenants", {} if tenants is None else tenants)
+        object.__setattr__(self, "running", running)
+        object.__setattr__(self, "queued", queued)
+        object.__setattr__(self, "usage", {} if usage is None else usage)
+        object.__setattr__(self, "now", now)
+        object.__setattr__(self, "number", number)
+        object.__setattr__(self, "changes", changes)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Admission:
     """How a job was admitted: guaranteed, or opportunistic borrowing `borrowed` per resource
     (GPU flavor, `cpu` in millicores, `memory` in MB) beyond its tenant's guarantee."""
 
     job_id: str
     tenant: str
-    borrowed: tuple[tuple[str, int], ...] = ()
+    borrowed: tuple[tuple[str, int], ...]
+
+    def __init__(
+        self,
+        job_id: str,
+        tenant: str,
+        borrowed: tuple[tuple[str, int], ...] = (),
+    ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
+        object.__setattr__(self, "job_id", job_id)
+        object.__setattr__(self, "tenant", tenant)
+        object.__setattr__(self, "borrowed", borrowed)
 
     @property
     def opportunistic(self) -> bool:
