@@ -12,11 +12,11 @@ C = PendingCode
 A, B = "a", "b"
 
 
-def run(nodes, tenants=(), running=(), queued=(), now=100.0, usage=None):
+def run(nodes, tenants=(), running=(), queued=(), now=100.0, usage=None, config=None):
     view = ClusterView(
         tuple(nodes), {t.name: t for t in tenants}, tuple(running), tuple(queued), usage or {}, now
     )
-    return Scheduler().cycle(view)
+    return Scheduler(config).cycle(view)
 
 
 def summary(result):
@@ -361,6 +361,28 @@ def test_multitenant_cycle(
 ):
     result = run(nodes, tenants, running, queued)
     assert summary(result) == (admitted, opportunistic, preempted, codes)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "tenants", "running", "queued", "admitted", "opportunistic", "preempted", "codes"),
+    [pytest.param(*case[1:], id=case[0]) for case in CASES],
+)
+def test_unexplained_cycle_decides_the_same(
+    nodes, tenants, running, queued, admitted, opportunistic, preempted, codes
+):
+    """`SchedulerConfig.explain=False` (the simulator's): the same decisions and codes."""
+    result = run(nodes, tenants, running, queued, config=SchedulerConfig(explain=False))
+    assert summary(result) == (admitted, opportunistic, preempted, codes)
+
+
+def test_unexplained_capacity_wait_has_no_message_and_no_estimate():
+    running = [make_running("r1", A, "n1", *range(8), max_runtime_s=300, started_at=0)]
+    explained = run(N8, [], running, [make_job("j1", 6)], now=10).pending_reasons["j1"]
+    assert explained.estimated_start == 300 and "estimated start" in explained.message
+    config = SchedulerConfig(explain=False)
+    bare = run(N8, [], running, [make_job("j1", 6)], now=10, config=config).pending_reasons["j1"]
+    assert bare.code is explained.code is C.INSUFFICIENT
+    assert bare.estimated_start is None and "needs" not in bare.message
 
 
 def test_borrowed_amount_per_flavor():

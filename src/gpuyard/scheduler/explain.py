@@ -36,17 +36,22 @@ def holders(book: QuotaBook, key: str) -> str:
     return ", ".join(parts) or "nobody"
 
 
-def capacity_reason(state: ClusterState, job: JobDemand, flavor: str | None) -> PendingReason:
-    """Fragmented (enough free in total, not where the gang needs it) or Insufficient."""
+def capacity_reason(
+    state: ClusterState, job: JobDemand, flavor: str | None, explain: bool = True
+) -> PendingReason:
+    """Fragmented (enough free in total, not where the gang needs it) or Insufficient; with
+    no message unless `explain` (`SchedulerConfig.explain`)."""
     total, snap = job.total, state.snapshot
     if short := shared_shortfall(snap, job, flavor):  # no shared GPU with room (sharing.py)
-        return PendingReason(PendingCode.INSUFFICIENT, short)
+        return PendingReason(PendingCode.INSUFFICIENT, short if explain else "")
     free_gpus = state.free(flavor) if flavor else 0
     enough = (
         free_gpus >= total.gpus
         and snap.free_cpu_milli >= total.cpu_milli
         and snap.free_memory_mb >= total.memory_mb
     )
+    if not explain:
+        return PendingReason(PendingCode.FRAGMENTED if enough else PendingCode.INSUFFICIENT, "")
     what = _what(job, flavor)
     if enough:
         return PendingReason(

@@ -436,7 +436,9 @@ class Round:
         flavors = frozenset(f for f, _ in physical if f)
         holds = flavors if self.config.aged_holds and self.aged(head) else frozenset()
         self.hold(head, holds)
-        reason = self._with_estimate(capacity_reason(self.state, head, flavor), head, flavor)
+        reason = capacity_reason(self.state, head, flavor, self.config.explain)
+        if self.config.explain:
+            reason = self._with_estimate(reason, head, flavor)
         gpus_short = flavor is not None and self.state.free(flavor) < head.total.gpus
         wake = flavors | (frozenset() if gpus_short else ALL_WAKE)
         return Blocked(reason, parkable=True, wake_on=wake, holds=holds)
@@ -449,7 +451,7 @@ class Round:
     ) -> PendingReason:
         """Why a backfill candidate cannot start now (no estimate: it is not the head)."""
         if physical:
-            return capacity_reason(self.state, job, physical[0][0])
+            return capacity_reason(self.state, job, physical[0][0], self.config.explain)
         verdict = refusals[0][1]
         return PendingReason(verdict.blocked or PendingCode.QUOTA_EXCEEDED, verdict.message)
 

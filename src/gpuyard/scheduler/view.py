@@ -144,6 +144,9 @@ class SchedulerConfig:
     `policy`: `default` (this multi-tenant scheduler) or a baseline of `baselines.py`:
     `fifo`, `fifo-backfill`, `las`, `sjf-oracle`, `srtf-oracle` (the last two need oracle
     durations: simulation only).
+    `explain`: a job that waits for capacity gets a message (what it needs, what is free,
+    who holds it) and a start estimate; off, it gets its code alone. Neither decides
+    anything; the simulator, which reads neither, turns it off (docs/sim.md, Fast replays).
     """
 
     aging_s: float = 3600.0
@@ -158,3 +161,4 @@ class SchedulerConfig:
     demote_most_served_first: bool = False
     least_served_first: bool = True
     aged_holds: bool = False
+    explain: bool = True

@@ -323,6 +323,7 @@ def scheduler_config(c: SimConfig) -> SchedulerConfig:
         tenant_preemption=c.tenant_preemption,
         least_served_first=c.least_served_first,
         aged_holds=c.aged_holds,
+        explain=False,  # nobody reads a replay's pending messages; decisions are the same
     )
 
 
