@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from gpuyard.spec import JobSpec, SpecError, TaskRoleSpec, load_job_spec, parse_job_spec
+from gpuyard.spec.models import Secret
 
 PAI: dict[str, Any] = {
     "protocolVersion": 2,
@@ -95,7 +96,8 @@ def test_conversion():
                 ports=(("ssh", 1),),
                 command="cd script_bench\npython train.py --model=resnet20 --bs=32",
             ),
-            "ps": TaskRoleSpec(command="python ps.py --token=s3cret", memory_mb=1024),
+            # the secret is substituted, and the command that holds it is secret itself
+            "ps": TaskRoleSpec(command=Secret("python ps.py --token=s3cret"), memory_mb=1024),
         },
     )
 

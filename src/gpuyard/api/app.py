@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import logging
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
 
 from gpuyard import __version__
 from gpuyard.api.auth import Unauthenticated
 from gpuyard.api.authz import Forbidden
-from gpuyard.api.errors import Conflict, InvalidInput
+from gpuyard.api.errors import Conflict, InvalidInput, unreadable_body
+from gpuyard.api.methods import allow_header
 from gpuyard.api.routers import jobs, nodes, queue, tenants, tokens, users, web
 from gpuyard.api.routers.metrics import install_metrics
 from gpuyard.controller import Controller
@@ -45,7 +48,15 @@ def create_app(controller: Controller) -> FastAPI:
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
+    @app.options("/{path:path}", include_in_schema=False)
+    def options(request: Request) -> Response:
+        """Every path answers OPTIONS with the methods it allows (404 for no path)."""
+        if headers := allow_header(request.app, request.url.path):
+            return Response(status_code=200, headers=headers)
+        return JSONResponse({"detail": "Not Found"}, status_code=404)
+
     _install_error_handlers(app)
+    _install_http_handlers(app)
     return app
 
 
@@ -60,7 +71,8 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def request_error(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [
-            {"path": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()
+            {"path": ".".join(str(p) for p in e["loc"]), "message": _message(e["msg"])}
+            for e in exc.errors()
         ]
         return JSONResponse({"detail": "invalid request", "errors": errors}, status_code=422)
 
@@ -103,3 +115,23 @@ def _install_error_handlers(app: FastAPI) -> None:
             {"detail": f"internal error ({type(exc).__name__}); see the server log"},
             status_code=500,
         )
+
+
+def _install_http_handlers(app: FastAPI) -> None:
+    """Starlette's HTTP errors in our bodies: a 405 names every allowed method (`Allow`), and
+    FastAPI's 400 for a body it could not read is our 422."""
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        if (invalid := unreadable_body(exc)) is not None:
+            return JSONResponse({"detail": invalid.detail, "errors": invalid.errors}, 422)
+        if exc.status_code == 405:
+            allow = allow_header(request.app, request.url.path)
+            detail = f"{request.method} is not allowed here; allowed: {allow.get('Allow')}"
+            return JSONResponse({"detail": detail}, status_code=405, headers=allow)
+        return await http_exception_handler(request, exc)
+
+
+def _message(pydantic_message: str) -> str:
+    """A validator's own sentence, without pydantic's "Value error, " before it."""
+    return pydantic_message.removeprefix("Value error, ")

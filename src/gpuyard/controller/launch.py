@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from gpuyard.model import Node, Tenant
 from gpuyard.runtime.env import MASTER_PORT_LABEL
 from gpuyard.runtime.types import TaskLaunch, TaskPeer
-from gpuyard.spec import JobSpec
+from gpuyard.spec import JobSpec, reveal
 from gpuyard.store import JobRecord, PortRequest, Store, TaskPorts, TaskRecord
 
 NOBODY = (65534, 65534)
@@ -86,11 +86,11 @@ def build_launch(
         role=task.role,
         index=task.index,
         attempt=task.attempt,
-        command=role.command,
+        command=reveal(role.command),  # secrets in clear only here, for the task
         cpu=task.cpu_milli / 1000,
         memory_mb=task.memory_mb,
         gpus=tuple(by_index[i] for i in task.gpus),
-        env=tuple(sorted(spec.env.items())),
+        env=tuple(sorted((name, reveal(value)) for name, value in spec.env.items())),
         data_dir=spec.data_dir,
         output_dir=spec.output_dir,
         image=spec.image,

@@ -8,15 +8,17 @@ doc = spec.to_document()                   # normalised, our format; parse_job_s
 from gpuyard.spec.demand import job_demand
 from gpuyard.spec.errors import FieldError, SpecError
 from gpuyard.spec.loader import load_job_spec, parse_job_spec, read_document
-from gpuyard.spec.models import JobSpec, TaskRoleSpec
+from gpuyard.spec.models import JobSpec, Secret, TaskRoleSpec, reveal
 
 __all__ = [
     "FieldError",
     "JobSpec",
+    "Secret",
     "SpecError",
     "TaskRoleSpec",
     "job_demand",
     "load_job_spec",
     "parse_job_spec",
     "read_document",
+    "reveal",
 ]

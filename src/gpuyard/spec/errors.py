@@ -15,6 +15,18 @@ MAX_SHOWN_CHARS = 40
 
 
 @dataclass(frozen=True, slots=True)
+class HugeNumber:
+    """An integer too long to be read (`limits.MAX_NUMBER_DIGITS`), kept as its text: no
+    field takes it, so it is refused with the field's path instead of being converted (Python
+    refuses int text of more than 4300 digits, a guard against quadratic-time conversion)."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
 class FieldError:
     """One bad field: `path` is dotted (`taskRoles.worker.gpuNumber`, list items as `[i]`);
     an empty path means the document as a whole."""
@@ -79,6 +91,8 @@ def show(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, float) and not math.isfinite(value):
         return "infinity" if not math.isnan(value) else "NaN"
+    if isinstance(value, HugeNumber) or (isinstance(value, int) and abs(value) >= 10**40):
+        return f"a number of {len(str(value).lstrip('+-'))} digits"
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):

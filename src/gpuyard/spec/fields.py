@@ -13,7 +13,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gpuyard.spec import limits
-from gpuyard.spec.errors import Errors, got, got_text, item, join
+from gpuyard.spec.errors import Errors, HugeNumber, got, got_text, item, join, show
+from gpuyard.spec.models import SECRET_KEY, Secret
 
 Reader = Callable[[Errors, str, object], Any]
 
@@ -21,7 +22,7 @@ _INT_TEXT = re.compile(r"\s*[+-]?\d{1,18}\s*")
 _NUM_TEXT = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*")
 _SIZE_TEXT = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([MGT]?)(i?B?)\s*", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "M": 1, "G": 1024, "T": 1024 * 1024}
-_DURATION_TEXT = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+_DURATION_TEXT = re.compile(r"(?:(\d{1,12})d)?(?:(\d{1,12})h)?(?:(\d{1,12})m)?(?:(\d{1,12})s)?")
 _DURATION_UNITS = (86400, 3600, 60, 1)
 
 
@@ -211,16 +212,40 @@ def read_host_path(errs: Errors, path: str, value: object) -> str | None:
     if value.rstrip("/") == "":
         errs.add(path, "must be a directory below /, not the root directory itself")
         return None
-    if ".." in value.split("/") or "\x00" in value or len(value) > limits.MAX_PATH_CHARS:
-        errs.add(path, f"must be a plain absolute path without '..'{got(value)}")
+    if problem := _host_path_problem(value):
+        errs.add(path, f"must be a plain absolute path: {problem}")
         return None
     return value
+
+
+def _host_path_problem(value: str) -> str | None:
+    """Why `value` cannot name a dir on Linux (what the kernel would refuse, and `..`)."""
+    if "\x00" in value or "\n" in value:
+        return "it holds a NUL byte or a newline"
+    if ".." in value.split("/"):
+        return "without '..', got one"
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > limits.MAX_PATH_BYTES:
+        return f"at most {limits.MAX_PATH_BYTES} bytes long (UTF-8), got {size}"
+    for part in value.split("/"):
+        size = len(part.encode("utf-8", "surrogatepass"))
+        if size > limits.MAX_NAME_BYTES:
+            return (
+                f"each component at most {limits.MAX_NAME_BYTES} bytes long (UTF-8), "
+                f"got one of {size}: {show(part)}"
+            )
+    return None
 
 
 def read_webhook(errs: Errors, path: str, value: object) -> str | None:
     """An http(s) URL with a host, like https://hooks.example.com/gpuyard."""
     expected = "must be an http:// or https:// URL with a host, like https://hooks.example.com/x"
-    if not isinstance(value, str) or len(value) > limits.MAX_URL_CHARS or value != value.strip():
+    if (
+        not isinstance(value, str)
+        or len(value) > limits.MAX_URL_CHARS
+        or not value.isprintable()
+        or value != value.strip()
+    ):
         errs.add(path, f"{expected}{got_text(value)}")
         return None
     try:
@@ -242,6 +267,8 @@ def scalar_text(value: object) -> str | None:
         return value
     if isinstance(value, int | float) and math.isfinite(value):
         return str(value)
+    if isinstance(value, HugeNumber):
+        return value.text
     return None
 
 
@@ -257,45 +284,79 @@ def _env_key_problem(key: object) -> str | None:
     return None
 
 
-def read_env(errs: Errors, path: str, value: object) -> dict[str, str] | None:
+def _secret_inner(errs: Errors, path: str, value: object) -> tuple[object, bool] | None:
+    """`{secret: X}` → (X, True); any other value → (value, False); None after an error."""
+    if not isinstance(value, dict):
+        return value, False
+    if list(value) != [SECRET_KEY]:
+        errs.add(path, f"must be a value, or {{{SECRET_KEY}: VALUE}} for a secret{got(value)}")
+        return None
+    return value[SECRET_KEY], True
+
+
+def _env_value(errs: Errors, where: str, raw: object) -> str | Secret | None:
+    inner = _secret_inner(errs, where, raw)
+    if inner is None:
+        return None
+    value, secret = inner
+    text = scalar_text(value)
+    if text is None:
+        errs.add(where, f"must be a string, a number or true/false{got(value)}")
+    elif len(text) > limits.MAX_ENV_VALUE_CHARS:
+        errs.add(where, f"must be at most {limits.MAX_ENV_VALUE_CHARS} characters long")
+    elif "\x00" in text:
+        errs.add(where, "must not hold a NUL byte (a process cannot be given one)")
+    else:
+        return Secret(text) if secret else text
+    return None
+
+
+def read_env(errs: Errors, path: str, value: object) -> dict[str, str | Secret] | None:
     if not isinstance(value, dict):
         errs.add(path, f"must be a mapping of variable names to values{got(value)}")
         return None
     if len(value) > limits.MAX_ENV_VARS:
         errs.add(path, f"must have at most {limits.MAX_ENV_VARS} variables, got {len(value)}")
         return None
-    out: dict[str, str] = {}
+    out: dict[str, str | Secret] = {}
     for key, raw in value.items():
         where = join(path, key)
         problem = _env_key_problem(key)
-        text = scalar_text(raw)
         if problem is not None:
             errs.add(where, problem)
-        elif text is None:
-            errs.add(where, f"must be a string, a number or true/false{got(raw)}")
-        elif len(text) > limits.MAX_ENV_VALUE_CHARS:
-            errs.add(where, f"must be at most {limits.MAX_ENV_VALUE_CHARS} characters long")
-        else:
+        elif (text := _env_value(errs, where, raw)) is not None:
             out[str(key)] = text
     return out
 
 
-def read_command(errs: Errors, path: str, value: object) -> str | None:
-    """A shell command: a string, or a list of strings run one after the other."""
-    raw = value
-    if isinstance(value, list):
-        bad = [i for i, line in enumerate(value) if not isinstance(line, str)]
-        for i in bad:
-            errs.add(
-                item(path, i), f"must be a string (one line of the command){got_text(value[i])}"
-            )
-        if bad:
-            return None
-        value = "\n".join(value)
+def _command_lines(errs: Errors, path: str, value: list[object]) -> str | None:
+    bad = [i for i, line in enumerate(value) if not isinstance(line, str)]
+    for i in bad:
+        errs.add(item(path, i), f"must be a string (one line of the command){got_text(value[i])}")
+    for i, line in enumerate(value):
+        if isinstance(line, str) and "\x00" in line:
+            errs.add(item(path, i), "must not hold a NUL byte (it would cut the command there)")
+            bad.append(i)
+    return None if bad else "\n".join(value)  # type: ignore[arg-type]
+
+
+def read_command(errs: Errors, path: str, value: object) -> str | Secret | None:
+    """A shell command: a string, or a list of strings run one after the other; either may
+    be wrapped as `{secret: ...}` (an OpenPAI command with a secret substituted in it)."""
+    inner = _secret_inner(errs, path, value)
+    if inner is None:
+        return None
+    raw, secret = inner
+    value = _command_lines(errs, path, raw) if isinstance(raw, list) else raw
+    if value is None and isinstance(raw, list):
+        return None
     if not isinstance(value, str) or not value.strip():
         errs.add(path, f"must be a non-empty command, like python train.py{got_text(raw)}")
         return None
     if len(value) > limits.MAX_COMMAND_CHARS:
         errs.add(path, f"must be at most {limits.MAX_COMMAND_CHARS} characters long")
         return None
-    return value
+    if "\x00" in value:
+        errs.add(path, "must not hold a NUL byte (it would cut the command there)")
+        return None
+    return Secret(value) if secret else value

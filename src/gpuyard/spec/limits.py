@@ -26,11 +26,13 @@ GPU_TYPE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 GPU_TYPE_RULE = "1 to 64 letters, digits, '_', '.' or '-', like A100 or A100-80GB"
 
 MAX_IMAGE_CHARS = 512
-MAX_PATH_CHARS = 4096
+MAX_PATH_BYTES = 4096  # a host path, UTF-8 (Linux's PATH_MAX)
+MAX_NAME_BYTES = 255  # one component of a host path, UTF-8 (Linux's NAME_MAX)
 MAX_ENV_VARS = 512
 MAX_ENV_VALUE_CHARS = 32 * 1024
 MAX_COMMAND_CHARS = 64 * 1024
 MAX_URL_CHARS = 2048
+MAX_NUMBER_DIGITS = 4000  # a longer integer is refused unread (Python's int-text limit: 4300)
 WEBHOOK_SCHEMES = ("http", "https")
 
 RETRY_COUNT = (0, 100)

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from gpuyard.spec import limits
-from gpuyard.spec.errors import FieldError, SpecError, got
+from gpuyard.spec.errors import FieldError, HugeNumber, SpecError, got
 from gpuyard.spec.models import JobSpec
 from gpuyard.spec.openpai import is_openpai, parse_openpai
 from gpuyard.spec.ours import parse_ours
@@ -40,6 +40,15 @@ class _StrictLoader(yaml.SafeLoader):
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int | HugeNumber:
+        try:
+            return super().construct_yaml_int(node)  # type: ignore[no-untyped-call]
+        except ValueError:  # more digits than Python converts
+            return HugeNumber(str(node.value))
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_yaml_int)
+
 
 def _fail(message: str) -> SpecError:
     return SpecError([FieldError("", message)])
@@ -54,9 +63,13 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _json_int(text: str) -> int | HugeNumber:
+    return HugeNumber(text) if len(text) > limits.MAX_NUMBER_DIGITS else int(text)
+
+
 def _from_json(text: str) -> object:
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates)
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_json_int)
     except json.JSONDecodeError as e:
         raise _fail(f"JSON syntax error at line {e.lineno}, column {e.colno}: {e.msg}") from e
     except _DuplicateKey as e:

@@ -12,6 +12,29 @@ from typing import Any
 
 from gpuyard.spec import limits
 
+SECRET_KEY = "secret"  # `{secret: VALUE}`: a value marked secret in a document
+
+
+@dataclass(frozen=True, slots=True)
+class Secret:
+    """A value the spec marks secret (`HF_TOKEN: {secret: hf_...}`; OpenPAI `secrets`): the
+    store keeps it encrypted and the API shows it only to the job's owner and admins. Its
+    repr hides it, so a spec printed to a log does not carry it."""
+
+    value: str = field(repr=False)
+
+    def to_document(self) -> dict[str, str]:
+        return {SECRET_KEY: self.value}
+
+
+def reveal(value: str | Secret) -> str:
+    """The text of a plain or secret value (what the task gets)."""
+    return value.value if isinstance(value, Secret) else value
+
+
+def _document(value: str | Secret) -> str | dict[str, str]:
+    return value.to_document() if isinstance(value, Secret) else value
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskRoleSpec:
@@ -22,7 +45,7 @@ class TaskRoleSpec:
     compute share `gpu_compute_percent` (docs/gpu-sharing.md).
     """
 
-    command: str
+    command: str | Secret  # a Secret when an OpenPAI secret is substituted in it
     task_number: int = limits.DEFAULT_TASK_NUMBER
     cpu_number: float = limits.DEFAULT_CPU_NUMBER
     memory_mb: int = limits.DEFAULT_MEMORY_MB
@@ -69,7 +92,7 @@ class TaskRoleSpec:
             "gpuType": self.gpu_type,
             **{key: value for key, value in share.items() if value is not None},
             **self._distributed_document(),
-            "command": self.command,
+            "command": _document(self.command),
         }
 
 
@@ -82,7 +105,7 @@ class JobSpec:
     image: str | None = None
     data_dir: str | None = None
     output_dir: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str | Secret] = field(default_factory=dict)
     retry_count: int = 0
     priority: int = 0
     tenant: str = limits.DEFAULT_TENANT
@@ -114,7 +137,7 @@ class JobSpec:
             "image": self.image,
             "dataDir": self.data_dir,
             "outputDir": self.output_dir,
-            "env": dict(self.env),
+            "env": {name: _document(value) for name, value in self.env.items()},
             "retryCount": self.retry_count,
             "priority": self.priority,
             "tenant": self.tenant,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuyard.spec.errors import Errors, got, item, join, unknown_field
-from gpuyard.spec.models import JobSpec
+from gpuyard.spec.models import SECRET_KEY, JobSpec
 from gpuyard.spec.ours import parse_ours
 from gpuyard.spec.templates import substitute
 
@@ -174,15 +174,18 @@ def _commands(errs: Errors, ctx: _Context, path: str, role: dict[Any, Any]) -> o
         scope[kind] = ctx.by_name.get(role[kind]) if isinstance(role.get(kind), str) else None
     value = role.get("commands")
     where = join(path, "commands")
-    quiet = ctx.broken
+    quiet, used = ctx.broken, set[str]()
     if isinstance(value, str):
-        return substitute(errs, where, value, scope, quiet)
-    if not isinstance(value, list):
-        return value
-    return [
-        substitute(errs, item(where, i), line, scope, quiet) if isinstance(line, str) else line
-        for i, line in enumerate(value)
-    ]
+        value = substitute(errs, where, value, scope, quiet, used)
+    elif isinstance(value, list):
+        value = [
+            substitute(errs, item(where, i), line, scope, quiet, used)
+            if isinstance(line, str)
+            else line
+            for i, line in enumerate(value)
+        ]
+    # a command that holds a secret's value is itself secret (stored encrypted, redacted)
+    return {SECRET_KEY: value} if "secrets" in used else value
 
 
 def _resources(errs: Errors, ctx: _Context, path: str, value: object) -> dict[str, Any]:

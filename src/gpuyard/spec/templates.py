@@ -14,8 +14,8 @@ from gpuyard.spec.errors import Errors
 from gpuyard.spec.fields import scalar_text
 
 _REF = re.compile(r"<%(.*?)%>", re.DOTALL)
-_EXPR = re.compile(r"\$([A-Za-z_]\w*)((?:\.\w+|\[\d+\])*)")
-_STEP = re.compile(r"\.(\w+)|\[(\d+)\]")
+_EXPR = re.compile(r"\$([A-Za-z_]\w*)((?:\.\w+|\[\d{1,9}\])*)")
+_STEP = re.compile(r"\.(\w+)|\[(\d{1,9})\]")
 _KEYED = {"parameters": "parameter", "secrets": "secret"}
 ROOTS = ("parameters", "secrets", "data", "output", "script")
 
@@ -62,13 +62,18 @@ def substitute(
     text: str,
     scope: dict[str, Any],
     quiet: set[str] | frozenset = frozenset(),
+    used: set[str] | None = None,
 ) -> str:
     """`text` with every `<% ... %>` replaced; unresolved references are recorded at `path`,
-    except those to a `quiet` root (a section already reported as bad)."""
+    except those to a `quiet` root (a section already reported as bad). The roots resolved
+    (`secrets`, `parameters`, ...) are added to `used`."""
 
     def replace(match: re.Match[str]) -> str:
         try:
-            return resolve(match.group(1), scope)
+            text = resolve(match.group(1), scope)
+            if used is not None:
+                used.add(_root(match.group(1))[0])
+            return text
         except Unresolved as problem:
             if not _is_quiet(match.group(1), quiet):
                 errs.add(path, f"{match.group(0).strip()}: {problem}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -12,12 +12,11 @@ from gpuyard.api.authz import JobAction, authorize_job, authorize_submit, visibl
 from gpuyard.api.deps import ControllerDep
 from gpuyard.api.schemas import (
     Cancelled,
-    ErrorOut,
     EventList,
     JobDetail,
     JobList,
-    SpecErrorOut,
     Submitted,
+    error_responses,
     event_out,
 )
 from gpuyard.api.services import jobs as svc
@@ -25,17 +24,22 @@ from gpuyard.api.services import jobs as svc
 router = APIRouter(
     prefix="/api/v1/jobs",
     tags=["jobs"],
-    responses={401: {"model": ErrorOut}, 403: {"model": ErrorOut}, 404: {"model": ErrorOut}},
+    responses=error_responses(401, 403, 404, 409, 422),
 )
 
 MAX_SPEC_BYTES = 1 << 20
+#: a job state as `?state=` takes it, either case (an unknown one is a 422, not an empty list)
+StateName = Literal[
+    "QUEUED", "SCHEDULED", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED",
+    "queued", "scheduled", "running", "succeeded", "failed", "stopped",
+]  # fmt: skip
 
 
 @router.post(
     "",
     status_code=201,
     response_model=Submitted,
-    responses={422: {"model": SpecErrorOut}, 413: {"description": "spec too large"}},
+    responses=error_responses(413),
     openapi_extra={
         "requestBody": {
             "content": {
@@ -65,7 +69,7 @@ async def submit_job(
 def list_jobs(
     ctl: ControllerDep,
     caller: CallerDep,
-    state: Annotated[list[str] | None, Query()] = None,
+    state: Annotated[list[StateName] | None, Query()] = None,
     tenant: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> JobList:

@@ -10,17 +10,13 @@ from fastapi import APIRouter, Body
 from gpuyard.api.auth import CallerDep
 from gpuyard.api.authz import authorize_platform_admin, visible_tenants
 from gpuyard.api.deps import ControllerDep
-from gpuyard.api.schemas import CordonIn, ErrorOut, NodeList, NodeOut
+from gpuyard.api.schemas import CordonIn, NodeList, NodeOut, error_responses
 from gpuyard.api.services.nodes import node_list, set_cordon
 from gpuyard.model import CordonState
 
-router = APIRouter(prefix="/api/v1/nodes", tags=["nodes"], responses={401: {"model": ErrorOut}})
+router = APIRouter(prefix="/api/v1/nodes", tags=["nodes"], responses=error_responses(401))
 
-ADMIN_RESPONSES: dict[int | str, dict] = {
-    403: {"model": ErrorOut},
-    404: {"model": ErrorOut},
-    422: {"model": ErrorOut},
-}
+ADMIN_RESPONSES = error_responses(403, 404, 422)
 CordonBody = Annotated[
     CordonIn | None,
     Body(examples=[{"reason": "replacing a fan", "deadline": "2h"}]),

@@ -8,10 +8,10 @@ from fastapi import APIRouter
 from gpuyard.api.auth import CallerDep
 from gpuyard.api.authz import visible_tenants
 from gpuyard.api.deps import ControllerDep
-from gpuyard.api.schemas import ErrorOut, QueueOut
+from gpuyard.api.schemas import QueueOut, error_responses
 from gpuyard.api.services.queue import queue_view
 
-router = APIRouter(prefix="/api/v1/queue", tags=["queue"], responses={401: {"model": ErrorOut}})
+router = APIRouter(prefix="/api/v1/queue", tags=["queue"], responses=error_responses(401))
 
 
 @router.get("", response_model=QueueOut)

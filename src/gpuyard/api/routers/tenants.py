@@ -14,14 +14,14 @@ from gpuyard.api.authz import (
     authorize_tenant_read,
 )
 from gpuyard.api.deps import ControllerDep
-from gpuyard.api.schemas import ErrorOut
+from gpuyard.api.schemas import error_responses
 from gpuyard.api.schemas.tenants import MemberIn, MemberList, MemberOut, tenant_list, tenant_out
 from gpuyard.api.services import tenants as svc
 
 router = APIRouter(
     prefix="/api/v1/tenants",
     tags=["tenants"],
-    responses={401: {"model": ErrorOut}, 403: {"model": ErrorOut}, 404: {"model": ErrorOut}},
+    responses=error_responses(401, 403, 404, 409, 422),
 )
 
 TenantBody = Annotated[

@@ -10,14 +10,14 @@ from fastapi import APIRouter
 from gpuyard.api.auth import CallerDep
 from gpuyard.api.authz import authorize_self_or_admin
 from gpuyard.api.deps import ControllerDep
-from gpuyard.api.schemas import ErrorOut
+from gpuyard.api.schemas import error_responses
 from gpuyard.api.schemas.users import TokenCreated, TokenIn, TokenList, TokenOut, token_out
 from gpuyard.api.services import tokens as svc
 
 router = APIRouter(
     prefix="/api/v1/users/{user}/tokens",
     tags=["tokens"],
-    responses={401: {"model": ErrorOut}, 403: {"model": ErrorOut}, 404: {"model": ErrorOut}},
+    responses=error_responses(401, 403, 404, 422),
 )
 
 

@@ -7,14 +7,14 @@ from fastapi import APIRouter, Response
 from gpuyard.api.auth import CallerDep
 from gpuyard.api.authz import authorize_platform_admin, authorize_self_or_admin
 from gpuyard.api.deps import ControllerDep
-from gpuyard.api.schemas import ErrorOut
+from gpuyard.api.schemas import error_responses
 from gpuyard.api.schemas.users import UserIn, UserList, UserOut, user_out
 from gpuyard.api.services import users as svc
 
 router = APIRouter(
     prefix="/api/v1",
     tags=["users"],
-    responses={401: {"model": ErrorOut}, 403: {"model": ErrorOut}},
+    responses=error_responses(401, 403, 404, 409, 422),
 )
 
 

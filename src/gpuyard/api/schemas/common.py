@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel, to_snake
 
 _MB = re.compile(r"Mb(?=[A-Z]|$)")
@@ -35,6 +35,16 @@ def snake_keys(data: Any) -> Any:
     return data
 
 
+def _not_a_bool(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, not {str(value).lower()}")
+    return value
+
+
+#: a number field that refuses true/false (lax typing reads them as 1 and 0)
+NotBool = BeforeValidator(_not_a_bool)
+
+
 class Out(BaseModel):
     model_config = ConfigDict(alias_generator=camel, populate_by_name=True)
 
@@ -51,5 +61,32 @@ class FieldErrorOut(Out):
 
 
 class ErrorOut(Out):
+    """The body of every error answer but 422: one sentence saying what went wrong."""
+
     detail: str
-    errors: list[FieldErrorOut] = []
+
+
+class InvalidOut(Out):
+    """A 422: a sentence, and each bad field with its path (`quotas[0].guaranteed`,
+    `taskRoles.worker.gpuNumber`, `body.deadline`, `query.limit`)."""
+
+    detail: str
+    errors: list[FieldErrorOut]
+
+
+_ERROR_WORDS = {
+    401: "no valid API token (`WWW-Authenticate: Bearer`)",
+    403: "the caller may see this but not do it",
+    404: "no such thing, or one of a tenant the caller has no role in",
+    409: "it exists already, or its state forbids this",
+    413: "the body is too large",
+    422: "bad input: each bad field with its path",
+}
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for these error codes, with the bodies actually sent."""
+    return {
+        code: {"model": InvalidOut if code == 422 else ErrorOut, "description": _ERROR_WORDS[code]}
+        for code in codes
+    }

@@ -4,17 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuyard.api.schemas.common import FieldErrorOut, Out, iso
+from gpuyard.api.schemas.common import Out, iso
 from gpuyard.model import GpuDevice, Node
 from gpuyard.store import EventRecord, JobRecord, TaskRecord
 
 #: The quota book's keys that are not GPU flavors (`gpuyard.scheduler.quota`: CPU, MEMORY).
 NOT_GPUS = frozenset({"cpu", "memory"})
-
-
-class SpecErrorOut(Out):
-    detail: str
-    errors: list[FieldErrorOut]
 
 
 class Submitted(Out):

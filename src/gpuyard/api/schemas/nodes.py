@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, field_validator
 
 from gpuyard.api.schemas.common import Out, camel
+from gpuyard.spec.errors import got
 
 
 class GpuUser(Out):
@@ -67,5 +68,13 @@ class CordonIn(BaseModel):
 
     model_config = ConfigDict(alias_generator=camel, populate_by_name=True, extra="forbid")
 
-    reason: str | None = None
-    deadline: str | int | None = None
+    reason: StrictStr | None = None
+    deadline: StrictStr | StrictInt | None = None
+
+    @field_validator("deadline", mode="before")
+    @classmethod
+    def _duration_words(cls, value: object) -> object:
+        """`"deadline": false` is no duration (lax mode read it as 0 s: preempt all now)."""
+        if value is None or (isinstance(value, str | int) and not isinstance(value, bool)):
+            return value
+        raise ValueError(f"must be a duration like 30m, 2h or 90s, or whole seconds{got(value)}")

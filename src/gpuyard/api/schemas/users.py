@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated
 
-from gpuyard.api.schemas.common import Out, iso
+from pydantic import Field, StrictBool
+
+from gpuyard.api.schemas.common import NotBool, Out, iso
 from gpuyard.store import PlatformRole, TenantRole, TokenRecord, UserRecord
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
@@ -18,7 +20,7 @@ class MembershipIO(Out):
 
 class UserIn(Out):
     name: str = Field(pattern=NAME_PATTERN)
-    admin: bool = False
+    admin: StrictBool = False  # `"admin": "false"` or `1` is a 422, not a guess
     memberships: list[MembershipIO] = Field(default_factory=list, max_length=1000)
 
 
@@ -36,7 +38,7 @@ class UserList(Out):
 
 class TokenIn(Out):
     name: str = Field(default="cli", pattern=NAME_PATTERN)
-    expires_in_days: float | None = Field(default=None, gt=0, le=MAX_TOKEN_DAYS)
+    expires_in_days: Annotated[float | None, NotBool] = Field(default=None, gt=0, le=MAX_TOKEN_DAYS)
 
 
 class TokenOut(Out):

@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from gpuyard.api.schemas import JobDetail, JobList, JobSummary, event_out, job_summary, task_out
-from gpuyard.api.services.storage import check_storage
+from gpuyard.api.services.storage import storage_errors
 from gpuyard.controller import Controller, LogUnavailable
 from gpuyard.model import JobState
 from gpuyard.spec import FieldError, JobSpec, SpecError, load_job_spec
@@ -38,7 +38,8 @@ def submit(ctl: Controller, spec: JobSpec, owner: str) -> JobRecord:
     tenant = ctl.store.tenants.get(spec.tenant)
     if tenant is None:  # deleted since read_spec
         raise SpecError([FieldError("tenant", f"there is no tenant {spec.tenant!r}")])
-    check_storage(spec, tenant.tenant)
+    if errors := storage_errors(spec, tenant.tenant):
+        raise SpecError(errors)
     job = ctl.store.jobs.submit(
         NewJob(
             spec.name, spec.tenant, spec.priority, spec.retry_count, spec.to_document(), owner=owner

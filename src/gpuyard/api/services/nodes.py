@@ -18,10 +18,12 @@ from gpuyard.api.schemas import (
 )
 from gpuyard.controller import Controller
 from gpuyard.model import CordonState, GpuDevice, Node, NodeCordon
+from gpuyard.spec.errors import show
 from gpuyard.spec.fields import as_seconds
 from gpuyard.store import JobRecord, NodeRecord, TaskRecord
 
 MAX_REASON_CHARS = 500
+MAX_DRAIN_DEADLINE_S = 366 * 24 * 3600
 
 
 def node_list(ctl: Controller, visible: frozenset[str] | None) -> NodeList:
@@ -132,9 +134,10 @@ def set_cordon(
         seconds = as_seconds(body.deadline)
         if state is not CordonState.DRAINING:
             errors.append(("deadline", "only a drain has a deadline"))
-        elif seconds is None or seconds < 0:
+        elif seconds is None or not 0 <= seconds <= MAX_DRAIN_DEADLINE_S:
+            shown = show(body.deadline)
             errors.append(
-                ("deadline", f"must be a duration like 30m, 2h or 90s, got {body.deadline!r}")
+                ("deadline", f"must be a duration like 30m, 2h or 90s, up to 366d, got {shown}")
             )
         else:
             deadline = ctl.clock.now() + seconds

@@ -9,11 +9,13 @@ absolute storage roots).
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import os
 import re
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from gpuyard.api.errors import InvalidInput, invalid_from
 from gpuyard.api.schemas import camel, snake_keys
@@ -26,9 +28,10 @@ from gpuyard.store import (
     UserNotFound,
     UserRecord,
     tenant_doc,
-    tenant_of,
 )
 
+STRICT = TypeAdapter(Tenant)
+MAX_NUMBER = 2**32  # GPUs, MB, seconds, a uid: none of them larger
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 FIELDS = frozenset(f.name for f in dataclasses.fields(Tenant))
 
@@ -44,13 +47,19 @@ def parse_tenant(doc: dict[str, Any]) -> Tenant:
             [(camel(k), f"unknown field; known fields: {known}") for k in unknown],
         )
     try:
-        tenant = tenant_of(data)
+        tenant = _strict_tenant(data)
     except ValidationError as exc:
         raise invalid_from("tenant", exc) from None
     if errors := tenant_errors(tenant):
         n = len(errors)
         raise InvalidInput(f"the tenant has {n} error{'s' if n != 1 else ''}", errors)
     return dataclasses.replace(tenant, storage_roots=_normalised(tenant.storage_roots))
+
+
+def _strict_tenant(data: dict[str, Any]) -> Tenant:
+    """Typed strictly, as JSON: `true` is no number and `1` no boolean (lax typing read
+    `"maxGpusPerUser": false` as 0 GPUs, and `"weight": true` as 1)."""
+    return STRICT.validate_json(json.dumps(data), strict=True)
 
 
 def tenant_errors(t: Tenant) -> list[tuple[str, str]]:
@@ -78,7 +87,8 @@ def tenant_errors(t: Tenant) -> list[tuple[str, str]]:
 
 
 def _negative_numbers(prefix: str, data: Any) -> list[tuple[str, str]]:
-    """Every number in the tenant (quotas, limits, budgets) must be 0 or more."""
+    """Every number in the tenant (quotas, limits, budgets) must be 0 or more, and at most
+    `MAX_NUMBER` (a time the controller adds to now must stay a date)."""
     if isinstance(data, dict):
         return [
             e
@@ -87,8 +97,11 @@ def _negative_numbers(prefix: str, data: Any) -> list[tuple[str, str]]:
         ]
     if isinstance(data, list):
         return [e for i, v in enumerate(data) for e in _negative_numbers(f"{prefix}[{i}]", v)]
-    if isinstance(data, int | float) and not isinstance(data, bool) and data < 0:
-        return [(prefix, f"must be 0 or more, not {data}")]
+    if isinstance(data, int | float) and not isinstance(data, bool):
+        if not math.isfinite(data) or data > MAX_NUMBER:
+            return [(prefix, f"must be a finite number at most {MAX_NUMBER}")]
+        if data < 0:
+            return [(prefix, f"must be 0 or more, not {data}")]
     return []
 
 
