@@ -1,5 +1,6 @@
-"""One registry per app: the scrape-time cluster collector, the controller's instruments and
-the process' own metrics (`process_*`), rendered in Prometheus' text format."""
+"""One registry per app: the scrape-time cluster collector, the controller's instruments, the
+notify channel's counters and the process' own metrics (`process_*`), rendered in
+Prometheus' text format."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from prometheus_client.process_collector import ProcessCollector
 
 from gpuyard.metrics.collector import ClusterCollector
 from gpuyard.metrics.instruments import Instruments
+from gpuyard.metrics.notifystats import NotifyCollector
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -16,6 +18,7 @@ def build_registry(cluster: ClusterCollector, instruments: Instruments) -> Colle
     registry = CollectorRegistry(auto_describe=False)
     registry.register(cluster)
     registry.register(instruments)
+    registry.register(NotifyCollector())
     ProcessCollector(registry=registry)
     return registry
 
