@@ -26,6 +26,7 @@ from gpuyard.model import Node, SystemClock
 from gpuyard.runtime.executor import ContainerRuntime
 from gpuyard.runtime.gpuhealth import NvmlHealth
 from gpuyard.runtime.gpustats import NvmlSampler
+from gpuyard.runtime.hostport import listen_socket
 from gpuyard.runtime.node import local_node
 from gpuyard.store import open_store
 
@@ -170,7 +171,14 @@ def _login_lines(cfg: ServerConfig, url: str) -> list[str]:
 
 
 def serve(cfg: ServerConfig) -> None:
+    """Listen first, then build the platform (the engine adopts the running tasks) and serve:
+    a task holding the API port stops the server before it adopts anything (`PortHeld`)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    app = build_app(cfg)
-    print(describe(cfg, app.state.controller), flush=True)
-    uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning")
+    sock = listen_socket(cfg.host, cfg.port)
+    try:
+        app = build_app(cfg)
+        print(describe(cfg, app.state.controller), flush=True)
+        config = uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning")
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from gpuyard.engine.ray import parse_engine
+from gpuyard.runtime.hostport import PortHeld
 from gpuyard.scheduler import compiled
 from gpuyard.server import ServerConfig, default_data_dir, serve
 
@@ -86,24 +87,28 @@ def up(
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="--engine") from None
     ports = parse_port_range(task_ports)
-    serve(
-        ServerConfig(
-            host=host,
-            port=port,
-            data_dir=data_dir.expanduser(),
-            fake_gpus=fake_gpus,
-            fake_gpus_if_none=fake_gpus_if_none,
-            node_name=node_name,
-            oci_runtime=oci_runtime,
-            stop_grace_s=stop_grace,
-            pids_limit=pids_limit,
-            db_url=db_url,
-            storage_roots=tuple(os.path.abspath(p) for p in storage_root or ()),
-            metrics_token_file=metrics_token_file,
-            engine=engine,
-            task_ports=ports,
+    try:
+        serve(
+            ServerConfig(
+                host=host,
+                port=port,
+                data_dir=data_dir.expanduser(),
+                fake_gpus=fake_gpus,
+                fake_gpus_if_none=fake_gpus_if_none,
+                node_name=node_name,
+                oci_runtime=oci_runtime,
+                stop_grace_s=stop_grace,
+                pids_limit=pids_limit,
+                db_url=db_url,
+                storage_roots=tuple(os.path.abspath(p) for p in storage_root or ()),
+                metrics_token_file=metrics_token_file,
+                engine=engine,
+                task_ports=ports,
+            )
         )
-    )
+    except PortHeld as e:
+        typer.echo(f"gpuyard up: {e}", err=True)
+        raise typer.Exit(1) from None
 
 
 def parse_port_range(text: str) -> tuple[int, int]:
