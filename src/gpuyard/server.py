@@ -28,6 +28,7 @@ from gpuyard.runtime.gpuhealth import NvmlHealth
 from gpuyard.runtime.gpustats import NvmlSampler
 from gpuyard.runtime.hostport import listen_socket
 from gpuyard.runtime.node import local_node
+from gpuyard.runtime.privatedir import private_dir
 from gpuyard.store import open_store
 
 log = logging.getLogger("gpuyard")
@@ -78,8 +79,16 @@ def metrics_token(cfg: ServerConfig) -> str | None:
     return token
 
 
+def secure_dir(path: Path) -> None:
+    """`path` a dir only the server's uid may enter (0700); a looser one is tightened, and
+    the log says so."""
+    was = private_dir(path)
+    if was is not None:
+        log.warning("%s had mode %o; set to 0700 (it holds secrets)", path, was)
+
+
 def build_controller(cfg: ServerConfig, gpus: NvmlSampler | None = None) -> Controller:
-    cfg.data_dir.mkdir(parents=True, exist_ok=True)
+    secure_dir(cfg.data_dir)
     clock = SystemClock()
     store = open_store(cfg.data_dir, cfg.db_url, clock)
     engine = build_engine(cfg)
@@ -100,6 +109,7 @@ def build_engine(cfg: ServerConfig) -> Engine:
     under `<data dir>/nodes/<node>` there, unless the node sets $GPUYARD_NODE_ROOT)."""
     address = parse_engine(cfg.engine)
     if address is None:
+        secure_dir(cfg.data_dir / "node")
         runtime = ContainerRuntime(cfg.data_dir / "node", cfg.oci_runtime)
         node = build_node(cfg)
         real_gpus = any(not g.fake for g in node.gpus)

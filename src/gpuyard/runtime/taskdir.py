@@ -16,7 +16,7 @@ restarted server finds every task again):
     exit.json        {"exitCode", "reason", "finishedAt", "message", "stopRequested"}
 
 Every JSON file is written atomically (temporary file + rename), so a reader never sees half
-of one.
+of one, with mode 0600 (`launch.json` and `config.json` hold the job's env, secrets too).
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ def check_key(key: str) -> str:
 def atomic_write(path: Path, data: bytes, sync: bool = False) -> None:
     """Write `data` to `path` so that readers see the old file or the new one, never a part."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a leftover tmp file keeps its mode through O_CREAT
+    with open(fd, "wb") as f:
         f.write(data)
         if sync:
             f.flush()

@@ -9,7 +9,13 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from gpuyard.model import Clock, SystemClock
-from gpuyard.store.db import make_engine, migrate, session_factory, sqlite_url
+from gpuyard.store.db import (
+    make_engine,
+    migrate,
+    private_sqlite,
+    session_factory,
+    sqlite_url,
+)
 from gpuyard.store.jobs import JobAlreadyEnded, JobNotFound, JobRepo, NewJob, NewTask, task_key
 from gpuyard.store.nodes import (
     NodeNotFound,
@@ -63,6 +69,7 @@ def open_store(
         if data_dir is None:
             raise ValueError("open_store needs a data_dir or a url")
         data_dir.mkdir(parents=True, exist_ok=True)
+        private_sqlite(data_dir)
         url = sqlite_url(data_dir)
     engine = make_engine(url)
     migrate(engine)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from alembic import command
@@ -10,10 +12,25 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+DB_FILE = "gpuyard.db"
 
 
 def sqlite_url(data_dir: Path) -> str:
-    return f"sqlite:///{data_dir / 'gpuyard.db'}"
+    return f"sqlite:///{data_dir / DB_FILE}"
+
+
+def private_sqlite(data_dir: Path) -> None:
+    """The database file made (empty) with mode 0600 before SQLite opens it, so that SQLite
+    gives its `-wal` and `-shm` files the same mode; an existing looser one (and those files)
+    tightened to 0600."""
+    db = data_dir / DB_FILE
+    os.close(os.open(db, os.O_WRONLY | os.O_CREAT, 0o600))
+    for path in (db, db.with_name(f"{DB_FILE}-wal"), db.with_name(f"{DB_FILE}-shm")):
+        try:
+            if stat.S_IMODE(os.stat(path).st_mode) & 0o077:
+                os.chmod(path, 0o600)
+        except FileNotFoundError:
+            pass
 
 
 def make_engine(url: str) -> Engine:
