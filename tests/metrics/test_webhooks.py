@@ -1,6 +1,7 @@
 """Job webhooks against a real HTTP server on 127.0.0.1 that fails the first POST: the
 controller enqueues on an end state, the worker retries with backoff, and a full queue drops
-its oldest notification."""
+its oldest notification. 127.0.0.1 is a private address: the tenant is allowed them
+(`allow_private_webhooks`; tests/security/test_webhooks_ssrf.py without)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from gpuyard.controller.webhookguard import private_webhooks_of
 from gpuyard.controller.webhooks import WebhookDispatcher
 from gpuyard.metrics import Instruments
 from metrics.conftest import TENANTS, make_rig
@@ -68,7 +71,9 @@ def receiver() -> Iterator[Receiver]:
 def test_an_ended_job_is_posted_after_a_failed_attempt(tmp_path, receiver):
     instruments = Instruments()
     hooks = WebhookDispatcher(instruments, backoff_s=0.05, timeout_s=2 * HOLD_S)  # outlasts a hold
-    rig = make_rig(tmp_path, TENANTS, instruments=instruments, webhooks=hooks)
+    tenants = [replace(TENANTS[0], allow_private_webhooks=True), *TENANTS[1:]]
+    rig = make_rig(tmp_path, tenants, instruments=instruments, webhooks=hooks)
+    hooks.allow_private_for(private_webhooks_of(rig.store))  # as the API sets it
     hooks.start()
     try:
         job = rig.submit("red", webhook=receiver.url)
@@ -104,7 +109,9 @@ def test_a_job_without_webhook_posts_nothing(tmp_path):
 def test_attempts_are_bounded(receiver):
     receiver.failures = 100
     instruments = Instruments()
-    hooks = WebhookDispatcher(instruments, max_attempts=3, backoff_s=0.01)
+    hooks = WebhookDispatcher(
+        instruments, max_attempts=3, backoff_s=0.01, private_allowed=lambda _tenant: True
+    )
     hooks.enqueue(receiver.url, {"id": "x"})
     hooks.start()
     deadline = time.monotonic() + 10

@@ -24,6 +24,7 @@ from gpuyard.api.methods import allow_header
 from gpuyard.api.routers import jobs, nodes, queue, tenants, tokens, users, web
 from gpuyard.api.routers.metrics import install_metrics
 from gpuyard.controller import Controller
+from gpuyard.controller.webhookguard import private_webhooks_of
 from gpuyard.spec import SpecError
 from gpuyard.store import JobAlreadyEnded, JobNotFound, TenantExists, UserExists
 from gpuyard.web import STATIC
@@ -38,6 +39,8 @@ def create_app(controller: Controller) -> FastAPI:
         description="Multi-tenant GPU cluster platform for deep-learning jobs.",
     )
     app.state.controller = controller
+    # the tenants a platform admin allowed private webhooks (none else reach 127.0.0.1, ...)
+    controller.webhooks.allow_private_for(private_webhooks_of(controller.store))
     for module in (jobs, nodes, queue, tenants, users, tokens):
         app.include_router(module.router)
     install_metrics(app, controller)  # GET /metrics, open unless a scrape token is set

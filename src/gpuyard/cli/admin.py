@@ -205,6 +205,13 @@ AllowRoot = Annotated[
     bool | None,
     typer.Option("--allow-root/--no-allow-root", help="May tasks run as root in their container?"),
 ]
+PrivateHooks = Annotated[
+    bool | None,
+    typer.Option(
+        "--allow-private-webhooks/--no-allow-private-webhooks",
+        help="May the tenant's webhooks reach loopback, link-local and private addresses?",
+    ),
+]
 Settings = Annotated[
     list[str] | None,
     typer.Option(
@@ -226,6 +233,7 @@ TENANT_OPTIONS = {
     "preemption_grace": "preemptionGraceS",
     "priority_preemption": "priorityPreemption",
     "allow_root": "allowRoot",
+    "allow_private_webhooks": "allowPrivateWebhooks",
 }
 
 
@@ -259,6 +267,7 @@ def tenant_create(
     preemption_grace: Grace = None,
     priority_preemption: PriorityPreemption = None,
     allow_root: AllowRoot = None,
+    allow_private_webhooks: PrivateHooks = None,
     set_: Settings = None,
     output: OutputOpt = Output.table,
 ) -> None:
@@ -302,6 +311,7 @@ def tenant_update(
     preemption_grace: Grace = None,
     priority_preemption: PriorityPreemption = None,
     allow_root: AllowRoot = None,
+    allow_private_webhooks: PrivateHooks = None,
     set_: Settings = None,
     output: OutputOpt = Output.table,
 ) -> None:

@@ -4,6 +4,11 @@ The controller only enqueues (never blocks its cycle); one background thread sen
 queue is bounded: when it is full the oldest notification is dropped and counted
 (`gpuyard_webhook_dropped_total`). A failed POST (a connection error or a non-2xx answer) is
 tried again with exponential backoff, at most `max_attempts` times in all.
+
+Each send first checks where the URL's host resolves (`webhookguard`): an address the job's
+tenant may not reach (loopback, link-local, private, unless a platform admin allowed them) is
+refused for good (`gpuyard_webhook_deliveries{outcome="refused"}`), and the POST goes to the
+address checked, with the URL's host name in `Host` and in TLS (SNI and certificate).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 import httpx
 
 from gpuyard import __version__
+from gpuyard.controller.webhookguard import PrivatePolicy, WebhookRefused, checked_address
 from gpuyard.metrics import Instruments
 from gpuyard.store import JobRecord
 
@@ -53,6 +59,10 @@ def job_payload(job: JobRecord) -> dict[str, Any]:
     }
 
 
+def _nobody(_tenant: str | None) -> bool:
+    return False
+
+
 def _iso(t: float | None) -> str | None:
     return datetime.fromtimestamp(t, UTC).isoformat() if t is not None else None
 
@@ -67,8 +77,10 @@ class WebhookDispatcher:
         backoff_s: float = 1.0,
         max_backoff_s: float = 60.0,
         timeout_s: float = 5.0,
+        private_allowed: PrivatePolicy | None = None,
     ) -> None:
         self._metrics = instruments
+        self._private_allowed = private_allowed or _nobody
         self._max_queue = max_queue
         self._max_attempts = max_attempts
         self._backoff_s = backoff_s
@@ -82,6 +94,11 @@ class WebhookDispatcher:
     def __len__(self) -> int:
         with self._cond:
             return len(self._queue)
+
+    def allow_private_for(self, policy: PrivatePolicy) -> None:
+        """Which tenants' webhooks may reach private addresses (none until this is called;
+        the API sets it from the tenants' `allowPrivateWebhooks`)."""
+        self._private_allowed = policy
 
     def enqueue(self, url: str, body: dict[str, Any]) -> None:
         """Queue a notification; never blocks (a full queue drops its oldest)."""
@@ -133,15 +150,18 @@ class WebhookDispatcher:
             return None
 
     def _send(self, http: httpx.Client, d: Delivery) -> None:
-        self._metrics.webhook_attempts.inc()
         attempt = d.attempt + 1
         try:
-            answer = http.post(d.url, json=d.body)
+            answer = self._post(http, d)
             if answer.is_success:
                 self._metrics.webhook_deliveries.labels("delivered").inc()
                 return
             problem = f"HTTP {answer.status_code}"
-        except httpx.HTTPError as e:
+        except WebhookRefused as e:
+            self._metrics.webhook_deliveries.labels("refused").inc()
+            log.warning("webhook %s refused, not sent: %s", d.url, e)
+            return
+        except (httpx.HTTPError, OSError) as e:  # OSError: the name did not resolve
             problem = f"{type(e).__name__}: {e}"
         if attempt >= self._max_attempts:
             self._metrics.webhook_deliveries.labels("failed").inc()
@@ -150,3 +170,17 @@ class WebhookDispatcher:
         delay = min(self._max_backoff_s, self._backoff_s * 2 ** (attempt - 1))
         log.info("webhook %s: try %d failed (%s), again in %.1fs", d.url, attempt, problem, delay)
         self._put(replace(d, attempt=attempt, due=time.monotonic() + delay))
+
+    def _post(self, http: httpx.Client, d: Delivery) -> httpx.Response:
+        """POST to the address `d.url`'s host resolves to now, once it passed the guard."""
+        url = httpx.URL(d.url)
+        port = url.port or (443 if url.scheme == "https" else 80)
+        tenant = d.body.get("tenant")
+        ip = checked_address(url.host, port, self._private_allowed(tenant))
+        self._metrics.webhook_attempts.inc()
+        return http.post(
+            url.copy_with(host=str(ip)),
+            json=d.body,
+            headers={"Host": url.netloc.decode("ascii")},
+            extensions={"sni_hostname": url.host} if url.scheme == "https" else {},
+        )

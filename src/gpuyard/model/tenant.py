@@ -77,6 +77,9 @@ class Tenant(Value):
     idle_gpu_action: IdleGpuAction = IdleGpuAction.FLAG
     idle_gpu_threshold_pct: float = 5.0
     idle_gpu_window_s: int = 1800
+    # may the tenant's webhooks reach loopback, link-local and private addresses (the API,
+    # cloud metadata, the machine's network)? Only a platform admin sets it (docs/auth.md)
+    allow_private_webhooks: bool = False
 
     def quota(self, flavor: str) -> FlavorQuota | None:
         for q in self.quotas:

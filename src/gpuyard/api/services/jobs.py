@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 from gpuyard.api.schemas import JobDetail, JobList, JobSummary, event_out, job_summary, task_out
 from gpuyard.api.services.storage import storage_errors
+from gpuyard.api.services.webhooks import webhook_errors
 from gpuyard.controller import Controller, LogUnavailable
 from gpuyard.model import JobState
 from gpuyard.spec import FieldError, JobSpec, SpecError, load_job_spec
@@ -34,11 +35,12 @@ def read_spec(ctl: Controller, body: bytes, content_type: str | None) -> JobSpec
 
 
 def submit(ctl: Controller, spec: JobSpec, owner: str) -> JobRecord:
-    """Queue the job for `owner` once its dirs pass the tenant's storage roots."""
+    """Queue the job for `owner` once its dirs pass the tenant's storage roots and its
+    webhook the address guard."""
     tenant = ctl.store.tenants.get(spec.tenant)
     if tenant is None:  # deleted since read_spec
         raise SpecError([FieldError("tenant", f"there is no tenant {spec.tenant!r}")])
-    if errors := storage_errors(spec, tenant.tenant):
+    if errors := storage_errors(spec, tenant.tenant) + webhook_errors(spec, tenant.tenant):
         raise SpecError(errors)
     job = ctl.store.jobs.submit(
         NewJob(
