@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from gpuyard.api import create_app
-from gpuyard.api.services.bootstrap import bootstrap, token_file
+from gpuyard.api.services.bootstrap import bootstrap, token_file, write_secret
 from gpuyard.controller import Controller
 from gpuyard.controller.launch import DEFAULT_PORT_RANGE
 from gpuyard.engine import Engine, LocalEngine, NodeAgent
@@ -33,8 +34,9 @@ from gpuyard.store import open_store
 
 log = logging.getLogger("gpuyard")
 
-# a file holding the token Prometheus must send to /metrics (unset: /metrics is open)
+# a file holding the token Prometheus must send to /metrics (unset: <data dir>/metrics-token)
 METRICS_TOKEN_FILE_ENV = "GPUYARD_METRICS_TOKEN_FILE"
+METRICS_TOKEN_FILE = "metrics-token"
 
 
 def default_data_dir() -> Path:
@@ -57,6 +59,7 @@ class ServerConfig:
     db_url: str | None = None
     storage_roots: tuple[str, ...] = ()  # of the default tenant made on first start
     metrics_token_file: Path | None = None  # default: $GPUYARD_METRICS_TOKEN_FILE, if set
+    metrics_open: bool = False  # /metrics for anyone, without job and user labels
     engine: str = "local"  # or ray://HEAD:PORT
     task_ports: tuple[int, int] = DEFAULT_PORT_RANGE  # ports reserved for tasks on each node
 
@@ -69,10 +72,17 @@ def build_node(cfg: ServerConfig) -> Node:
 
 
 def metrics_token(cfg: ServerConfig) -> str | None:
-    """The scrape token of /metrics, read from its file; None leaves /metrics open."""
+    """The scrape token of /metrics, read from its file (`--metrics-token-file`, else
+    $GPUYARD_METRICS_TOKEN_FILE, else `<data dir>/metrics-token`, made 0600 on first start);
+    None with `--metrics-open`."""
+    if cfg.metrics_open:
+        return None
     path = cfg.metrics_token_file or os.environ.get(METRICS_TOKEN_FILE_ENV)
     if not path:
-        return None
+        path = cfg.data_dir / METRICS_TOKEN_FILE
+        if not path.exists():
+            write_secret(path, secrets.token_urlsafe(32))
+            log.info("made the scrape token of /metrics: %s", path)
     token = Path(path).read_text().strip()
     if not token:
         raise ValueError(f"the metrics token file {path} is empty")
@@ -142,6 +152,7 @@ def build_app(cfg: ServerConfig) -> FastAPI:
     app = create_app(controller)
     app.state.gpu_sampler = gpus
     app.state.metrics_token = metrics_token(cfg)
+    app.state.metrics_open = cfg.metrics_open
     app.router.lifespan_context = lifespan
     return app
 

@@ -48,9 +48,17 @@ def up(
         Path | None,
         typer.Option(
             help="a file holding the token Prometheus must send to /metrics "
-            "(default: $GPUYARD_METRICS_TOKEN_FILE; unset: /metrics is open)"
+            "(default: $GPUYARD_METRICS_TOKEN_FILE, else DATA_DIR/metrics-token, made on "
+            "first start; a platform admin's API token works too)"
         ),
     ] = None,
+    metrics_open: Annotated[
+        bool,
+        typer.Option(
+            "--metrics-open",
+            help="serve /metrics to anyone, without job, task and user labels (summed by tenant)",
+        ),
+    ] = False,
     engine: Annotated[
         str,
         typer.Option(
@@ -87,6 +95,10 @@ def up(
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="--engine") from None
     ports = parse_port_range(task_ports)
+    if metrics_open and metrics_token_file:
+        raise typer.BadParameter(
+            "an open /metrics takes no token file", param_hint="--metrics-open"
+        )
     try:
         serve(
             ServerConfig(
@@ -102,6 +114,7 @@ def up(
                 db_url=db_url,
                 storage_roots=tuple(os.path.abspath(p) for p in storage_root or ()),
                 metrics_token_file=metrics_token_file,
+                metrics_open=metrics_open,
                 engine=engine,
                 task_ports=ports,
             )

@@ -1,5 +1,6 @@
 """A real Prometheus (Debian's binary) scrapes the real `gpuyard up` every second; a gpuyard
-metric is then read back through Prometheus' HTTP API. A running container's cgroup usage and
+metric is then read back through Prometheus' HTTP API (Prometheus sends the scrape token the
+server made, `<data dir>/metrics-token`). A running container's cgroup usage and
 the fake GPUs' allocation show on /metrics, with no DCGM readings for fake GPUs."""
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ taskRoles:
 """
 
 
-def prometheus_config(target_port: int) -> str:
+def prometheus_config(target_port: int, token_file: Path) -> str:
+    """Scrape every second with the token the server made in its data dir."""
     return (
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
         "scrape_configs:\n  - job_name: gpuyard\n    honor_labels: true\n"
+        f"    authorization:\n      type: Bearer\n      credentials_file: {token_file}\n"
         f"    static_configs:\n      - targets: ['127.0.0.1:{target_port}']\n"
     )
 
@@ -43,7 +46,7 @@ def prometheus(server, tmp_path: Path) -> Iterator[httpx.Client]:
     if not Path(PROMETHEUS).exists():
         pytest.skip("no prometheus binary: `make system` installs Debian's prometheus")
     config = tmp_path / "prometheus.yml"
-    config.write_text(prometheus_config(server.port))
+    config.write_text(prometheus_config(server.port, server.data_dir / "metrics-token"))
     port = free_port()
     log = open(tmp_path / "prometheus.log", "wb")  # noqa: SIM115 - owned by the child
     proc = subprocess.Popen(
@@ -93,7 +96,7 @@ def test_prometheus_scrapes_gpuyard(server, prometheus):
 
 
 def metrics_of(server) -> dict[str, list]:
-    text = httpx.get(f"{server.url}/metrics", timeout=10).text
+    text = server.http.get("/metrics").text  # as the platform admin
     return {f.name: f.samples for f in text_string_to_metric_families(text)}
 
 

@@ -4,6 +4,7 @@ plus the fake NVML of tests/gpus for the DCGM readings."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -90,9 +91,21 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
     r.store.close()
 
 
+SCRAPE_TOKEN = "test-scrape-token"
+
+
+@contextmanager
+def scraper(ctl: Controller) -> Iterator[TestClient]:
+    """A client of the app that sends its scrape token (as Prometheus would)."""
+    with TestClient(create_app(ctl)) as c:
+        c.app.state.metrics_token = SCRAPE_TOKEN  # type: ignore[attr-defined]
+        c.headers["Authorization"] = f"Bearer {SCRAPE_TOKEN}"
+        yield c
+
+
 @pytest.fixture
 def client(rig: Rig) -> Iterator[TestClient]:
-    with TestClient(create_app(rig.ctl)) as c:
+    with scraper(rig.ctl) as c:
         yield c
 
 

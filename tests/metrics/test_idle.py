@@ -4,11 +4,9 @@ the constructor, time driven by a ManualClock."""
 from __future__ import annotations
 
 import pytest
-from fastapi.testclient import TestClient
 
-from gpuyard.api import create_app
 from gpuyard.model import IdleGpuAction, JobState, TaskReason, Tenant
-from metrics.conftest import make_rig, scrape, value
+from metrics.conftest import make_rig, scrape, scraper, value
 
 WINDOW = 600
 
@@ -64,7 +62,7 @@ def test_flag_shows_in_metrics_and_clears_when_busy(make):
     job = rig.submit(gpus=1)
     rig.start(job)
     run_idle(rig, 0.0, WINDOW + 60)
-    with TestClient(create_app(rig.ctl)) as client:
+    with scraper(rig.ctl) as client:
         s = scrape(client)
         assert value(s, "gpuyard_job_idle_gpu", job=job, tenant="red") == 1
         assert value(s, "gpuyard_idle_gpu_jobs_total", tenant="red", action="flag") == 1

@@ -1,9 +1,11 @@
 """`/metrics` through the real API: jobs, tenants (the queue view's numbers), nodes, GPUs
-(fake ones marked, with no DCGM readings), histograms, and the optional scrape token."""
+(fake ones marked, with no DCGM readings), histograms; who may scrape (the scrape token, a
+platform admin), and what an open /metrics shows (no job labels)."""
 
 from __future__ import annotations
 
-from metrics.conftest import scrape, value
+from gpuyard.store import Membership, PlatformRole, TenantRole
+from metrics.conftest import parse, scrape, value
 
 
 def test_jobs_by_tenant_and_state(rig, client):
@@ -103,3 +105,35 @@ def test_scrape_token(rig, client):
     assert client.get("/metrics").status_code == 401
     assert client.get("/metrics", headers={"Authorization": "Bearer nope"}).status_code == 401
     scrape(client, Authorization="Bearer s3cret")
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_a_platform_admin_may_scrape_a_member_may_not(rig, client):
+    rig.store.users.create("boss", PlatformRole.ADMIN)
+    rig.store.users.create("alice", PlatformRole.USER, [Membership("red", TenantRole.MEMBER)])
+    boss = rig.store.tokens.create("boss", "t").secret
+    alice = rig.store.tokens.create("alice", "t").secret
+    client.app.state.metrics_token = None  # no scrape token yet: admins only
+    assert client.get("/metrics", headers=bearer(boss)).status_code == 200
+    r = client.get("/metrics", headers=bearer(alice))
+    assert r.status_code == 403 and "platform admins" in r.json()["detail"]
+    assert client.get("/metrics", headers=bearer("gy_nope")).status_code == 401
+
+
+def test_an_open_metrics_names_no_job_and_sums_by_tenant(rig, client):
+    job = rig.submit("blue", gpus=2)
+    rig.start(job)
+    client.app.state.metrics_open = True
+    r = client.get("/metrics", headers=bearer("anything"))
+    assert r.status_code == 200
+    s = parse(r.text)
+    assert job not in r.text
+    assert not [name for name, labels in s if {"job", "task"} & dict(labels).keys()]
+    held = [
+        v for (n, ls), v in s.items() if n == "gpuyard_gpu_allocated" and ("tenant", "blue") in ls
+    ]
+    assert sum(held) == 2
+    assert value(s, "gpuyard_jobs", tenant="blue", state="RUNNING") == 1

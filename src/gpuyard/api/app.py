@@ -1,8 +1,8 @@
 """The FastAPI application: routers, and errors turned into answers a person can act on.
 
-Every route but `/healthz`, `/metrics` and the API docs (`/docs`, `/openapi.json`) needs a
-bearer token (`gpuyard.api.auth`); what a caller may do is decided in `gpuyard.api.authz`.
-`/metrics` is open unless a separate scrape token is set (`gpuyard.api.routers.metrics`).
+Every route but `/healthz` and the API docs (`/docs`, `/openapi.json`) needs a bearer token
+(`gpuyard.api.auth`); what a caller may do is decided in `gpuyard.api.authz`. `/metrics`
+takes the scrape token or a platform admin's (`gpuyard.api.routers.metrics`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def create_app(controller: Controller) -> FastAPI:
     controller.webhooks.allow_private_for(private_webhooks_of(controller.store))
     for module in (jobs, nodes, queue, tenants, users, tokens):
         app.include_router(module.router)
-    install_metrics(app, controller)  # GET /metrics, open unless a scrape token is set
+    install_metrics(app, controller)  # GET /metrics: the scrape token or an admin's
     app.include_router(web.router)  # the portal's pages (docs/portal.md)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 

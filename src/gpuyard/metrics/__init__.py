@@ -4,9 +4,11 @@
 cgroups and NVML when Prometheus scrapes) into metric families; `dcgm` names GPU readings the
 way NVIDIA's dcgm-exporter does; `Instruments` holds what can only be counted as it happens
 (queueing delays, cycle latencies, job ends, idle flags, webhook deliveries); `exposition`
-puts them in one registry and renders it.
+puts them in one registry and renders it; `WithoutJobs` is what an open /metrics shows (no
+job, task or user labels).
 """
 
+from gpuyard.metrics.anonymous import WithoutJobs
 from gpuyard.metrics.collector import ClusterCollector
 from gpuyard.metrics.exposition import CONTENT_TYPE, build_registry, render
 from gpuyard.metrics.instruments import Instruments
@@ -33,6 +35,7 @@ __all__ = [
     "TaskUsage",
     "TenantBudget",
     "TenantFlavor",
+    "WithoutJobs",
     "build_registry",
     "render",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
 
 from gpuyard.metrics.collector import ClusterCollector
 from gpuyard.metrics.instruments import Instruments
@@ -23,5 +24,5 @@ def build_registry(cluster: ClusterCollector, instruments: Instruments) -> Colle
     return registry
 
 
-def render(registry: CollectorRegistry) -> bytes:
+def render(registry: Collector) -> bytes:
     return generate_latest(registry)

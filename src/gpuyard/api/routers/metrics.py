@@ -1,9 +1,14 @@
-"""`GET /metrics`: Prometheus' text format.
+"""`GET /metrics`: Prometheus' text format, for the scraper and platform admins only.
 
-Open by default, as Prometheus expects. With a scrape token (`app.state.metrics_token`, set by
-`gpuyard up --metrics-token-file`) it needs `Authorization: Bearer <token>`: a token of its own,
-separate from the users' API tokens, since a scraper is no user. DCGM GPU readings come from
-`app.state.gpu_sampler` (NVML; None: none).
+A scrape needs `Authorization: Bearer <token>` with either the scrape token
+(`app.state.metrics_token`: `gpuyard up` reads it from `--metrics-token-file` /
+`$GPUYARD_METRICS_TOKEN_FILE`, or makes `<data dir>/metrics-token`), a token of its own since
+a scraper is no user, or a platform admin's API token. Without one: 401; a valid token of a
+user who is no platform admin: 403. The series name every tenant's jobs.
+
+`app.state.metrics_open` (`gpuyard up --metrics-open`) serves it to anyone, without the labels
+that name a job, a task or a user (`metrics.WithoutJobs`: summed by tenant, node, GPU).
+DCGM GPU readings come from `app.state.gpu_sampler` (NVML; None: none).
 """
 
 from __future__ import annotations
@@ -12,34 +17,48 @@ import hmac
 
 from fastapi import APIRouter, FastAPI, Request, Response
 
-from gpuyard.api.auth import Unauthenticated
+from gpuyard.api.auth import Unauthenticated, bearer_token, user_for_token
+from gpuyard.api.authz import Forbidden
 from gpuyard.api.services.metrics import cluster_sample
 from gpuyard.controller import Controller
-from gpuyard.metrics import CONTENT_TYPE, ClusterCollector, build_registry, render
+from gpuyard.metrics import CONTENT_TYPE, ClusterCollector, WithoutJobs, build_registry, render
 
 router = APIRouter(tags=["metrics"])
 
 
 def install_metrics(app: FastAPI, controller: Controller) -> None:
-    """The route, and one registry: the scrape-time collector and the controller's counters."""
+    """The route, and one registry: the scrape-time collector and the controller's counters.
+    Until the server sets a scrape token, only platform admins may scrape."""
     app.state.gpu_sampler = None
     app.state.metrics_token = None
+    app.state.metrics_open = False
     collector = ClusterCollector(lambda: cluster_sample(controller, app.state.gpu_sampler))
     app.state.metrics_registry = build_registry(collector, controller.instruments)
+    app.state.metrics_public = WithoutJobs(app.state.metrics_registry)
     app.include_router(router)
 
 
 @router.get("/metrics", response_class=Response)
 def metrics(request: Request) -> Response:
     """Every gpuyard metric (docs/observability.md), read now."""
-    _check_scrape_token(request)
-    return Response(render(request.app.state.metrics_registry), media_type=CONTENT_TYPE)
+    state = request.app.state
+    if state.metrics_open:
+        return Response(render(state.metrics_public), media_type=CONTENT_TYPE)
+    _check_scraper(request)
+    return Response(render(state.metrics_registry), media_type=CONTENT_TYPE)
 
 
-def _check_scrape_token(request: Request) -> None:
+def _check_scraper(request: Request) -> None:
+    """The scrape token, or a platform admin's API token."""
+    given = bearer_token(request)  # 401 without one
     token: str | None = request.app.state.metrics_token
-    if not token:
+    if token and hmac.compare_digest(given.encode(), token.encode()):
         return
-    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip(), token):
-        raise Unauthenticated("/metrics needs the scrape token", "invalid_token")
+    try:
+        user = user_for_token(request, given)
+    except Unauthenticated:
+        raise Unauthenticated(
+            "/metrics needs the scrape token or a platform admin's API token", "invalid_token"
+        ) from None
+    if not user.is_admin:
+        raise Forbidden(f"/metrics is for the scraper and platform admins; {user.name} is neither")
