@@ -90,6 +90,14 @@ class UserRepo:
                 _set_membership(s, name, m)
             return _record(s, row)
 
+    def set_role(self, user: str, role: PlatformRole) -> UserRecord:
+        with self._sessions.begin() as s:
+            row = s.get(UserRow, user)
+            if row is None:
+                raise UserNotFound(f"no user {user}")
+            row.role = role
+            return _record(s, row)
+
     def set_membership(self, user: str, membership: Membership) -> UserRecord:
         with self._sessions.begin() as s:
             row = s.get(UserRow, user)
