@@ -101,4 +101,5 @@ def build_launch(
         gpu_memory_mb=task.gpu_memory_mb,
         gpu_compute_percent=role.gpu_compute_percent if task.gpu_memory_mb else None,
         peers=peers,
+        seccomp=str(tenant.seccomp) if tenant is not None else "default",
     )

@@ -34,6 +34,13 @@ class IdleGpuAction(enum.StrEnum):
     STOP = "stop"  # stopped with reason `IdleGPU`, never retried
 
 
+class SeccompMode(enum.StrEnum):
+    """The syscall filter of the tenant's tasks (docs/runtime.md, *Syscalls*)."""
+
+    DEFAULT = "default"  # Docker's default profile: no mount, no new (user) namespaces, ...
+    UNCONFINED = "unconfined"  # no filter: only a platform admin sets it, for a trusted tenant
+
+
 @dataclass(frozen=True, slots=True)
 class FlavorQuota(Value):
     """Guaranteed GPUs of one flavor, and how far the tenant may go beyond it / lend of it.
@@ -72,6 +79,7 @@ class Tenant(Value):
     budget_period: BudgetPeriod = BudgetPeriod.MONTH
     storage_roots: tuple[str, ...] = field(default=())  # where dataDir/outputDir may point
     allow_root: bool = False  # may tasks run as root inside the container?
+    seccomp: SeccompMode = SeccompMode.DEFAULT  # the tasks' syscall filter (admins set it)
     # idle GPUs: every GPU of a running job under the threshold (NVML utilisation, %) for the
     # window is idle; fake GPUs have no utilisation and are never idle (docs/observability.md)
     idle_gpu_action: IdleGpuAction = IdleGpuAction.FLAG

@@ -17,7 +17,9 @@ What a task gets:
   attempt, at `/run/gpuyard/hosts` (`env.HOSTS_FILE`), and the same lines after the localhost
   ones as the container's `/etc/hosts`, so that `worker-1` resolves to its node's address.
 - `/bin/sh -c <command>` with the env of `env.build_env` (an image's Env under the job's), no
-  terminal, the capabilities of `runc spec`, `noNewPrivileges`, and the default masked and
+  terminal, the capabilities of `runc spec`, `noNewPrivileges`, Docker's default seccomp
+  profile (`seccomp.py`: no mount, no new namespaces, user namespaces included, no bpf or
+  keyctl; a platform admin may run a tenant unconfined), and the default masked and
   read-only /proc paths. An image's User applies only where the platform lets the task run as
   root (otherwise the platform's user wins).
 """
@@ -33,6 +35,7 @@ from gpuyard.runtime.devices import default_cgroup_devices
 from gpuyard.runtime.env import HOSTS_FILE, WORKDIR, build_env, hostname_of, hosts_text
 from gpuyard.runtime.imageconfig import ImageConfig, process_args
 from gpuyard.runtime.rootfs import Mount, Rootfs, bind
+from gpuyard.runtime.seccomp import UNCONFINED, task_seccomp
 from gpuyard.runtime.types import TaskLaunch
 
 MB = 1024 * 1024
@@ -171,6 +174,15 @@ def capabilities(uid: int) -> dict[str, list[str]]:
     return {"bounding": list(CAPABILITIES), "effective": [], "permitted": [], "ambient": []}
 
 
+def syscall_filter(launch: TaskLaunch) -> dict[str, Any]:
+    """`{"seccomp": ...}`: Docker's profile resolved for the task's capabilities (`seccomp.py`),
+    or nothing where its tenant runs unconfined. The bounding set is what the profile's
+    capability rules are read against: a process cannot gain a capability outside it."""
+    if launch.seccomp == UNCONFINED:
+        return {}
+    return {"seccomp": task_seccomp(CAPABILITIES)}
+
+
 def process(launch: TaskLaunch, image: ImageConfig | None = None) -> dict[str, Any]:
     nofile = nofile_limit()
     uid, gid = launch.run_as
@@ -208,5 +220,6 @@ def build_config(
             "namespaces": [{"type": t} for t in ("pid", "ipc", "uts", "mount")],
             "maskedPaths": list(MASKED_PATHS),
             "readonlyPaths": list(READONLY_PATHS),
+            **syscall_filter(launch),
         },
     }

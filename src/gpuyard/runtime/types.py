@@ -51,6 +51,8 @@ class TaskLaunch:
     gpu_memory_mb: int = 0  # > 0: a share of gpus[0], run under MPS (runtime/mps.py)
     gpu_compute_percent: int | None = None  # MPS active thread percentage of a shared task
     peers: tuple[TaskPeer, ...] = ()  # every task of the attempt in rank order, this one too
+    # the syscall filter: "default" (Docker's profile, runtime/seccomp.py) or "unconfined"
+    seccomp: str = "default"
 
 
 class TaskPhase(enum.StrEnum):
