@@ -18,7 +18,8 @@ import uvicorn
 from fastapi import FastAPI
 
 from gpuyard.api import create_app
-from gpuyard.api.services.bootstrap import bootstrap, token_file, write_secret
+from gpuyard.api.services.bootstrap import assign_ids, bootstrap, token_file, write_secret
+from gpuyard.api.services.logstreams import DEFAULT_FOLLOWS_PER_USER, LogStreams
 from gpuyard.controller import Controller
 from gpuyard.controller.launch import DEFAULT_PORT_RANGE
 from gpuyard.engine import Engine, LocalEngine, NodeAgent
@@ -60,6 +61,7 @@ class ServerConfig:
     storage_roots: tuple[str, ...] = ()  # of the default tenant made on first start
     metrics_token_file: Path | None = None  # default: $GPUYARD_METRICS_TOKEN_FILE, if set
     metrics_open: bool = False  # /metrics for anyone, without job and user labels
+    log_follows_per_user: int = DEFAULT_FOLLOWS_PER_USER  # logs?follow=true open at once
     engine: str = "local"  # or ray://HEAD:PORT
     task_ports: tuple[int, int] = DEFAULT_PORT_RANGE  # ports reserved for tasks on each node
 
@@ -133,6 +135,7 @@ def build_app(cfg: ServerConfig) -> FastAPI:
     created = bootstrap(
         controller.store, controller.engine.nodes(), cfg.data_dir, cfg.storage_roots
     )
+    assign_ids(controller.store)
     if created:
         log.info(
             "first start: made the platform admin 'admin' and the tenant 'default'; "
@@ -153,6 +156,7 @@ def build_app(cfg: ServerConfig) -> FastAPI:
     app.state.gpu_sampler = gpus
     app.state.metrics_token = metrics_token(cfg)
     app.state.metrics_open = cfg.metrics_open
+    app.state.log_streams = LogStreams(cfg.log_follows_per_user)
     app.router.lifespan_context = lifespan
     return app
 

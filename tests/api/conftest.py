@@ -93,9 +93,9 @@ def build_world(tmp_path: Path) -> Iterator[World]:
     ctl = Controller(store, engine, clock, stop_grace_s=5)
     storage = tmp_path / "storage"
     (storage / "data").mkdir(parents=True)
-    for name in ("red", "blue"):
+    for name, root in (("red", storage), ("blue", tmp_path / "blue-storage")):  # apart
         store.tenants.create(
-            Tenant(name, (FlavorQuota("A100-80GB", 2),), storage_roots=(str(storage),))
+            Tenant(name, (FlavorQuota("A100-80GB", 2),), storage_roots=(str(root),))
         )
     client = TestClient(create_app(ctl)).__enter__()  # one event-loop portal for all calls
     w = World(client, ctl, store, engine, clock, storage)

@@ -24,7 +24,9 @@ def test_an_empty_store_gets_an_admin_a_default_tenant_and_a_token_file(tmp_path
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     default = store.tenants.get("default").tenant
     assert default.quotas == (FlavorQuota("A100-80GB", 4), FlavorQuota("H100", 2))
-    assert default.storage_roots == (str(tmp_path / "storage"), "/tmp")
+    assert default.storage_roots == (str(tmp_path / "storage"),)  # its own: not the host's /tmp
+    assert default.uid is not None and (tmp_path / "storage").stat().st_uid == default.uid
+    assert stat.S_IMODE((tmp_path / "storage").stat().st_mode) == 0o700
     assert (tmp_path / "storage").is_dir()
     admin = store.users.get("admin")
     assert admin.is_admin and admin.role_in("default") == TenantRole.TENANT_ADMIN

@@ -76,7 +76,7 @@ TABLE = [
         "a lost node requeues whatever the policy",
         workers(minFailedTasks=-1),
         [("worker", 1, "lost")],
-        JobState.SCHEDULED,  # requeued and placed again at once
+        JobState.QUEUED,  # requeued, backing off before it is placed again (a platform failure)
         2,
         {"worker-0", "worker-2"},
     ),

@@ -261,14 +261,16 @@ def test_a_lender_reclaims_its_quota_from_a_borrower(store, clock):
     assert again.attempt == 2 and again.retries_used == 0
 
 
-def test_tasks_run_as_nobody_unless_the_tenant_allows_root(store, clock):
+def test_tasks_run_as_their_tenants_uid_unless_the_tenant_allows_root(store, clock):
     engine = FakeEngine(make_node("n1", gpus=4))
     ctl = Controller(store, engine, clock)
     store.tenants.create(Tenant("locked", quotas=(FlavorQuota("A100-80GB", 2),)))
     store.tenants.create(Tenant("trusted", quotas=(FlavorQuota("A100-80GB", 2),), allow_root=True))
     locked, trusted = submit(store, tenant="locked"), submit(store, tenant="trusted")
     ctl.run_cycle()
-    assert engine.launched[engine.keys_on(locked)[0]].run_as == (65534, 65534)
+    uid = store.tenants.get("locked").tenant.uid
+    assert uid is not None and uid != store.tenants.get("trusted").tenant.uid  # each its own
+    assert engine.launched[engine.keys_on(locked)[0]].run_as == (uid, uid)
     assert engine.launched[engine.keys_on(trusted)[0]].run_as == (0, 0)
 
 

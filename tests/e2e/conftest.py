@@ -1,7 +1,8 @@
 """End-to-end fixtures: the real `gpuyard up` server in a subprocess on a free port.
 
 The server makes its platform admin on first start; `Server.http` sends the admin's token
-(read from `<data dir>/admin-token`). The default tenant's storage root is the test's tmp dir,
+(read from `<data dir>/admin-token`). The default tenant's storage root is `Server.storage`
+(`<test tmp dir>/storage`, made by the server on first start, owned by the tenant's uid, 0700),
 so jobs may use dirs under it as dataDir and outputDir.
 """
 
@@ -34,6 +35,7 @@ class Server:
 
     def __init__(self, data_dir: Path, log_path: Path, *extra: str) -> None:
         self.data_dir = data_dir
+        self.storage = data_dir.parent / "storage"  # the default tenant's storage root
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
@@ -57,7 +59,7 @@ class Server:
             "--stop-grace",
             "2",
             "--storage-root",
-            str(self.data_dir.parent),
+            str(self.storage),
             *self.extra,
         ]
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child

@@ -84,7 +84,7 @@ def test_admin_makes_a_tenant_and_user_who_logs_in(server, tmp_path):
         "--policy",
         "las",
         "--storage-root",
-        str(tmp_path),
+        str(tmp_path / "vision"),
     )
     assert r.returncode == 0, r.stderr
     assert "A100-80GB:2 (borrow ≤1)" in r.stdout
@@ -143,9 +143,10 @@ def test_a_bad_token_is_refused_with_how_to_log_in(server):
     assert r.returncode == 1 and "gpuyard login" in r.stderr and "HTTP 401" in r.stderr
 
 
-def test_tenant_settings_from_the_command_line_reach_the_server(server):
+def test_tenant_settings_from_the_command_line_reach_the_server(server, tmp_path):
+    root = str(tmp_path / "vision")
     made = cli(server, "admin", "tenant", "create", "vision", "--gpus", "A100-80GB:2",
-               "--weight", "2", "--cpu", "4", "--memory-mb", "8192", "--storage-root", "/tmp",
+               "--weight", "2", "--cpu", "4", "--memory-mb", "8192", "--storage-root", root,
                "--allow-root", "--policy", "las")
     assert made.returncode == 0, made.stderr
     changed = cli(server, "admin", "tenant", "update", "vision", "--weight", "3",
@@ -153,5 +154,5 @@ def test_tenant_settings_from_the_command_line_reach_the_server(server):
     assert changed.returncode == 0, changed.stderr
     t = server.http.get("/api/v1/tenants/vision").json()
     assert (t["weight"], t["queuePolicy"], t["cpuMilli"], t["memoryMB"]) == (3.0, "las", 4000, 8192)
-    assert t["storageRoots"] == ["/tmp"] and t["allowRoot"] is True
+    assert t["storageRoots"] == [root] and t["allowRoot"] is True
     assert (t["maxGpusPerUser"], t["gpuHourBudget"]) == (1, 10.0)

@@ -58,9 +58,9 @@ def wait_for(condition, timeout: float = 30) -> None:
 def test_two_shared_tasks_share_one_gpu_under_mps(make_server, tmp_path: Path, monkeypatch):
     fake = write_fake_mps(tmp_path / "fake-bin")
     monkeypatch.setenv("PATH", f"{fake.binary.parent}{os.pathsep}{os.environ['PATH']}")
-    data = tmp_path / "data-dir"
-    data.mkdir()
     server = make_server()
+    data = server.storage / "data-dir"
+    data.mkdir()
 
     s1 = server.submit(SHARED.format(name="shared-1", data=data))
     s2 = server.submit(SHARED.format(name="shared-2", data=data))

@@ -43,8 +43,8 @@ def two_role_spec(data: Path, out: Path) -> str:
         """)
 
 
-def test_two_role_job_runs_isolated_in_real_containers(server, tmp_path):
-    data, out = tmp_path / "in", tmp_path / "out"
+def test_two_role_job_runs_isolated_in_real_containers(server):
+    data, out = server.storage / "in", server.storage / "out"
     data.mkdir()
     (data / "input.txt").write_text("hello")
     job = server.wait(server.submit(two_role_spec(data, out)))
@@ -135,7 +135,7 @@ def test_bad_spec_is_422_naming_each_field(server):
 
 
 def test_server_killed_mid_run_loses_nothing(make_server, tmp_path):
-    out = tmp_path / "out"
+    out = tmp_path / "storage" / "out"
     server = make_server()
     jid = server.submit(
         f"name: survivor\noutputDir: {out}\ntaskRoles:\n  main:\n"

@@ -32,8 +32,8 @@ def cli(server, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_two_task_job_sees_its_ranks_master_and_hosts(server, tmp_path):
-    out = tmp_path / "out"
+def test_a_two_task_job_sees_its_ranks_master_and_hosts(server):
+    out = server.storage / "out"
     spec = textwrap.dedent(f"""\
         name: ddp-env
         outputDir: {out}

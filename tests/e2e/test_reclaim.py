@@ -38,11 +38,12 @@ def test_a_borrower_is_preempted_checkpoints_and_resumes(server, tmp_path):
     r = server.http.patch("/api/v1/tenants/default", json={"quotas": QUOTA})
     assert r.status_code == 200, r.text
     r = server.http.post("/api/v1/tenants", json={
-        "name": "b", "quotas": QUOTA, "preemptionGraceS": 20, "storageRoots": [str(tmp_path)],
+        "name": "b", "quotas": QUOTA, "preemptionGraceS": 20,
+        "storageRoots": [str(tmp_path / "b-root")],  # its own: roots of tenants never overlap
     })
     assert r.status_code == 201, r.text
 
-    out_b, out_a = tmp_path / "b", tmp_path / "a"
+    out_b, out_a = tmp_path / "b-root" / "b", server.storage / "a"
     borrower = server.submit(spec("borrower", "b", 4, out_b, BORROWER))
     server.wait(borrower, {"RUNNING"})
     assert any(e["reason"] == "Scheduled (opportunistic)" for e in server.job(borrower)["events"])

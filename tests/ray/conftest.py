@@ -16,6 +16,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,9 +26,13 @@ from ray.cluster_utils import Cluster
 
 from e2e.conftest import Server
 from gpuyard.runtime.ociruntime import OciRuntime
+from gpuyard.runtime.rootfs import HOST_PATHS_ENV
 from gpuyard.runtime.taskdir import TaskDir, read_json
 
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+# the training job runs this venv's python, whose interpreter lives outside the host's system
+# dirs (pyenv, under /root): each node shows it to tasks read-only, as a node's admin would
+os.environ[HOST_PATHS_ENV] = sys.base_prefix
 
 NODES = {"ray-a": "127.0.0.2", "ray-b": "127.0.0.3", "ray-c": "127.0.0.4"}  # ray-a: the head
 FAKE_GPUS_PER_NODE = 2

@@ -59,7 +59,7 @@ def make_launch(tmp_path: Path) -> MakeLaunch:
             "key": f"t-{uuid.uuid4().hex[:12]}", "job_id": "job-1", "job_name": "demo",
             "role": "worker", "index": 0, "attempt": 1, "command": command, "cpu": 1.0,
             "memory_mb": 256, "data_dir": str(tmp_path / "data"),
-            "output_dir": str(tmp_path / "output"),
+            "output_dir": str(tmp_path / "output"), "storage_roots": (str(tmp_path),),
         }
         values.update(fields)
         return TaskLaunch(**values)

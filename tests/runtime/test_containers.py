@@ -203,13 +203,20 @@ def test_cgroup_limits_and_live_log(
 def test_a_non_root_task_runs_as_its_user_without_capabilities(
     runtime: ContainerRuntime, make_launch: MakeLaunch, tmp_path: Path
 ) -> None:
-    out = tmp_path / "fresh-output"  # created by the runtime, so it belongs to the task's user
+    root = tmp_path / "nobody-root"  # a storage root of the task's user's own
+    root.mkdir(mode=0o700)
+    os.chown(root, 65534, 65534)
+    out = root / "fresh-output"  # created by the runtime as the task's user
     script = (
         "id -u > /output/id; id -g >> /output/id; grep CapEff /proc/self/status >> /output/id; "
         "touch /workspace/mine && echo work-ok >> /output/id; "
         "chown root /output/id 2>/dev/null && echo chown-worked >> /output/id; true"
     )
-    exit_ = run_task(runtime, make_launch(script, output_dir=str(out), run_as=(65534, 65534)))
+    nobody = make_launch(
+        script, data_dir=None, output_dir=str(out), run_as=(65534, 65534), storage_roots=(str(root),)
+    )
+    exit_ = run_task(runtime, nobody)
+    assert out.stat().st_uid == 65534
     assert exit_.reason == TaskReason.COMPLETED, exit_.message
     lines = (out / "id").read_text().split("\n")
     assert lines[0] == "65534" and lines[1] == "65534"

@@ -130,7 +130,9 @@ def test_image_config_applies_as_in_docker(
     assert runtime.read_log(launch.key).decode().split("\n") == [
         "/srv/app", "1234", "yes job void worker", ""
     ]
-    nobody = make_launch("id -u; pwd", image="bb:cfg", run_as=(65534, 65534))
+    nobody = make_launch(
+        "id -u; pwd", image="bb:cfg", run_as=(65534, 65534), data_dir=None, output_dir=None
+    )
     assert run_task(runtime, nobody).reason == TaskReason.COMPLETED
     assert runtime.read_log(nobody.key) == b"65534\n/srv/app\n"  # the platform's user wins
 

@@ -82,7 +82,7 @@ def test_supervisor_outlives_the_process_that_started_it(
     args = {"state_root": str(runtime.state_root), "runtime": runtime.name,
             **{f: getattr(launch, f) for f in ("key", "job_id", "job_name", "role", "index",
                                                "attempt", "command", "cpu", "memory_mb",
-                                               "data_dir", "output_dir")}}
+                                               "data_dir", "output_dir", "storage_roots")}}
     starter = subprocess.Popen([sys.executable, "-c", STARTER.format(args=repr(args))],
                                stdout=subprocess.PIPE, start_new_session=True)
     try:

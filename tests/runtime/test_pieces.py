@@ -74,7 +74,8 @@ def test_hostname() -> None:
 def test_config_limits_namespaces_and_mounts(tmp_path: Path) -> None:
     task = launch(data_dir="/datasets/x", output_dir="/results/y", pids_limit=99)
     rootfs = Rootfs(tmp_path / "root", readonly=True, mounts=({"destination": "/usr"},))
-    config = build_config(task, rootfs, tmp_path / "work")
+    pinned = {"dataDir": "/pinned/data", "outputDir": "/pinned/output"}
+    config = build_config(task, rootfs, tmp_path / "work", pinned=pinned)
     linux = config["linux"]
     assert linux["cgroupsPath"] == "/gpuyard/job-1-worker-0-a1"
     assert linux["resources"]["memory"]["limit"] == 4096 * 1024 * 1024
@@ -85,8 +86,9 @@ def test_config_limits_namespaces_and_mounts(tmp_path: Path) -> None:
     assert {n["type"] for n in linux["namespaces"]} == {"pid", "mount", "uts", "ipc"}
     mounts = {m["destination"]: m for m in config["mounts"]}
     assert "/sys/fs/cgroup" not in mounts and "/usr" in mounts
-    assert "rro" in mounts["/data"]["options"] and mounts["/data"]["source"] == "/datasets/x"
-    assert "rw" in mounts["/output"]["options"]
+    # bound from what was pinned at launch, never from the spec's path
+    assert "rro" in mounts["/data"]["options"] and mounts["/data"]["source"] == "/pinned/data"
+    assert "rw" in mounts["/output"]["options"] and mounts["/output"]["source"] == "/pinned/output"
     assert mounts["/workspace"]["source"] == str(tmp_path / "work")
     process = config["process"]
     assert process["args"] == ["/bin/sh", "-c", "python train.py"]
@@ -97,20 +99,23 @@ def test_config_limits_namespaces_and_mounts(tmp_path: Path) -> None:
 
 def test_host_rootfs_mirrors_the_host_top_level(tmp_path: Path) -> None:
     host, skeleton = tmp_path / "host", tmp_path / "state" / "hostroot"
-    for name in ("usr", "etc", "proc", "tmp", "lost+found", ".hidden", "home"):
+    for name in ("usr", "etc", "proc", "tmp", "lost+found", ".hidden", "home", "srv", "root/sw"):
         (host / name).mkdir(parents=True)
     (host / "bin").symlink_to("usr/bin")
     (host / "file.txt").write_text("x")
-    rootfs = HostRootfs(skeleton, hidden=(host / "home" / "state",), host=host).prepare()
-    again = HostRootfs(skeleton, hidden=(host / "home" / "state",), host=host).prepare()
-    assert rootfs == again  # idempotent
+    (host / "etc" / "shadow").write_text("root:$6$hash")
+    hidden = (host / "root" / "sw" / "state",)
+    made = [HostRootfs(skeleton, hidden, host, extra=("/root/sw",)).prepare() for _ in range(2)]
+    rootfs = made[0]
+    assert rootfs == made[1]  # idempotent
     assert os.readlink(skeleton / "bin") == "usr/bin"
     binds = [m["destination"] for m in rootfs.mounts if m["type"] == "bind"]
-    assert binds == ["/etc", "/home", "/usr"]
+    assert binds == ["/etc", "/usr", "/root/sw"]  # system dirs and the extra path: no home, srv
     assert all("rro" in m["options"] for m in rootfs.mounts if m["type"] == "bind")
     tmpfs = [m["destination"] for m in rootfs.mounts if m["type"] == "tmpfs"]
     assert tmpfs[:2] == ["/tmp", "/run"]
-    assert tmpfs[2] == "/home/state"  # the state dir is masked
+    assert tmpfs[2] == "/root/sw/state"  # the state dir is masked
+    assert rootfs.masked == ("/etc/shadow",)
     assert {"proc", "dev", "tmp", "data", "output", "workspace"} <= set(os.listdir(skeleton))
 
 

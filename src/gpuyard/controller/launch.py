@@ -15,13 +15,16 @@ from gpuyard.runtime.types import TaskLaunch, TaskPeer
 from gpuyard.spec import JobSpec, reveal
 from gpuyard.store import JobRecord, PortRequest, Store, TaskPorts, TaskRecord
 
-NOBODY = (65534, 65534)
+NOBODY = (65534, 65534)  # a tenant without an id block yet (never after the server starts)
 DEFAULT_PORT_RANGE = (20000, 29999)  # outside Linux's ephemeral range (32768-60999)
 
 
 def run_as(tenant: Tenant | None) -> tuple[int, int]:
-    """Tasks run as `nobody` unless their tenant allows root (or no tenants are configured)."""
-    return (0, 0) if tenant is None or tenant.allow_root else NOBODY
+    """Tasks run as their tenant's own uid and gid (no two tenants share one), as root inside
+    the container where the tenant allows it (or where no tenants are configured)."""
+    if tenant is None or tenant.allow_root:
+        return (0, 0)
+    return (tenant.uid, tenant.uid) if tenant.uid is not None else NOBODY
 
 
 def rank_order(spec: JobSpec, tasks: Sequence[TaskRecord]) -> list[TaskRecord]:
@@ -101,5 +104,6 @@ def build_launch(
         gpu_memory_mb=task.gpu_memory_mb,
         gpu_compute_percent=role.gpu_compute_percent if task.gpu_memory_mb else None,
         peers=peers,
+        storage_roots=tenant.storage_roots if tenant is not None else (),
         seccomp=str(tenant.seccomp) if tenant is not None else "default",
     )

@@ -13,6 +13,10 @@ running are stopped (`Outcome.stop_rest`):
 - `minSucceededTasks` (default -1: none) succeeded tasks of a role: the job succeeded.
 Once every task has ended with no threshold reached, the job succeeded (OpenPAI's "all tasks
 completed and no policy triggered"): failures under `minFailedTasks` are tolerated.
+
+Platform failures (AgentError, NodeLost: not a preemption) are retried with exponential backoff
+(`Backoff`: 2 s, 4 s, ... up to 5 min) and end the job as `PlatformError` after `cap` of them in
+a row; an attempt that ran for `healthy_s` before its platform failure starts the count anew.
 """
 
 from __future__ import annotations
@@ -62,6 +66,39 @@ def task_end_state(exit_: TaskExit, stop_reason: str | None) -> tuple[TaskState,
     if exit_.reason == TaskReason.COMPLETED:
         return TaskState.SUCCEEDED, exit_.reason
     return TaskState.FAILED, exit_.reason
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """How platform failures are retried: exponential delays, then a cap."""
+
+    base_s: float = 2.0
+    max_s: float = 300.0
+    cap: int = 8  # platform failures in a row before the job ends as PlatformError
+    healthy_s: float = 600.0  # an attempt that ran this long resets the count
+
+    def delay_s(self, failures: int) -> float:
+        return min(self.max_s, self.base_s * 2 ** max(0, failures - 1))
+
+
+def platform_retry(
+    job: JobRecord, outcome: Outcome, ran_s: float | None, backoff: Backoff
+) -> tuple[Outcome, int, float]:
+    """After a retry verdict: what to do, the platform failures in a row, and the delay (s).
+
+    Only platform failures (not preemptions) back off; past the cap the job fails.
+    """
+    reason = outcome.reason or ""
+    if outcome.verdict is not Verdict.RETRY_UNCOUNTED or reason == TaskReason.PREEMPTED:
+        return outcome, 0, 0.0
+    if failure_class(reason) is not FailureClass.PLATFORM:
+        return outcome, 0, 0.0
+    before = 0 if ran_s is not None and ran_s >= backoff.healthy_s else job.platform_failures
+    failures = before + 1
+    if failures > backoff.cap:
+        message = f"{failures - 1} platform failures in a row, the last: {outcome.message}"
+        return Outcome(Verdict.FAIL, TaskReason.PLATFORM_ERROR, message), failures, 0.0
+    return outcome, failures, backoff.delay_s(failures)
 
 
 @dataclass(frozen=True, slots=True)

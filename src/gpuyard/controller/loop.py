@@ -30,10 +30,12 @@ from concurrent.futures import ThreadPoolExecutor
 from gpuyard.controller.idle import IdleFinding, IdleWatch, UtilizationReader
 from gpuyard.controller.launch import DEFAULT_PORT_RANGE, build_launch, job_peers, reserve_ports
 from gpuyard.controller.lifecycle import (
+    Backoff,
     Outcome,
     Verdict,
     completion_policy,
     decide,
+    platform_retry,
     task_end_state,
 )
 from gpuyard.controller.logs import TaskLogs
@@ -75,6 +77,7 @@ from gpuyard.store import (
 log = logging.getLogger("gpuyard.controller")
 
 NODE_RECORD_INTERVAL_S = 30.0
+BACKOFF = "PlatformBackoff"  # the pending code of a job waiting out a platform failure
 MAX_PARALLEL_STARTS = 8
 
 
@@ -93,6 +96,7 @@ class Controller:
         gpu_utilization: UtilizationReader | None = None,
         webhooks: WebhookDispatcher | None = None,
         port_range: tuple[int, int] = DEFAULT_PORT_RANGE,
+        backoff: Backoff | None = None,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -102,6 +106,7 @@ class Controller:
         self.stop_grace_s = stop_grace_s
         self.pids_limit = pids_limit
         self.port_range = port_range  # task ports are reserved from it on each node
+        self.backoff = backoff or Backoff()  # how platform failures are retried
         self._specs: dict[str, JobSpec] = {}
         self.scheduler = Scheduler(scheduler_config)
         self._views = ViewBuilder(store, self._spec)
@@ -240,12 +245,16 @@ class Controller:
             outcome = decide(job, tasks, completion_policy(self._spec(job)))
             if outcome.stop_rest:  # the completion policy decided: stop the tasks still running
                 self._stop_tasks(tasks)
-            self._apply_outcome(job, outcome)
+            self._apply_outcome(job, outcome, tasks)
 
-    def _apply_outcome(self, job: JobRecord, outcome: Outcome) -> None:
+    def _apply_outcome(
+        self, job: JobRecord, outcome: Outcome, tasks: Sequence[TaskRecord] = ()
+    ) -> None:
         jobs = self.store.jobs
         if outcome.verdict is Verdict.WAIT:
             return
+        now = self.clock.now()
+        outcome, failures, delay = platform_retry(job, outcome, _ran_s(tasks, now), self.backoff)
         if outcome.verdict in (Verdict.RETRY, Verdict.RETRY_UNCOUNTED):
             used = job.retries_used + (outcome.verdict is Verdict.RETRY)
             note = (
@@ -253,6 +262,8 @@ class Controller:
                 if outcome.verdict is Verdict.RETRY
                 else "retried without counting against retryCount"
             )
+            if delay:
+                note += f", in {delay:g} s (platform failure {failures}/{self.backoff.cap})"
             jobs.move(
                 job.id,
                 JobState.QUEUED,
@@ -261,6 +272,8 @@ class Controller:
                 attempt=job.attempt + 1,
                 retries_used=used,
                 stop_requested=None,
+                platform_failures=failures,
+                not_before=now + delay if delay else None,
             )
             return
         self._ended(jobs.move(job.id, outcome.job_state, outcome.reason, outcome.message))
@@ -339,7 +352,12 @@ class Controller:
     # ---- 4. schedule -----------------------------------------------------------------
 
     def _schedule(self, nodes: list[Node]) -> None:
-        queued = [j for j in self.store.jobs.in_states(JobState.QUEUED) if not j.stop_requested]
+        now = self.clock.now()
+        waiting = [j for j in self.store.jobs.in_states(JobState.QUEUED) if not j.stop_requested]
+        backing_off = [j for j in waiting if j.not_before is not None and j.not_before > now]
+        queued = [j for j in waiting if j.not_before is None or j.not_before <= now]
+        if backing_off:  # a platform failure's backoff: not placed, holds nothing
+            self.store.jobs.set_pending({j.id: _backoff_pending(j) for j in backing_off})
         if not queued:
             return
         began = time.perf_counter()
@@ -438,6 +456,24 @@ class Controller:
         if now - self._nodes_recorded_at >= NODE_RECORD_INTERVAL_S:
             self.store.nodes.record(nodes, self.engine.name)
             self._nodes_recorded_at = now
+
+
+def _ran_s(tasks: Sequence[TaskRecord], now: float) -> float | None:
+    """How long the attempt ran: first start to last end (None if nothing started)."""
+    started = [t.started_at for t in tasks if t.started_at]
+    if not started:
+        return None
+    ended = [t.finished_at for t in tasks if t.finished_at]
+    return max(ended, default=now) - min(started)
+
+
+def _backoff_pending(job: JobRecord) -> Pending:
+    at = time.strftime("%H:%M:%S", time.localtime(job.not_before or 0))
+    message = (
+        f"backing off after {job.platform_failures} platform failure(s) in a row "
+        f"({job.reason}): placed again from {at}"
+    )
+    return Pending(BACKOFF, message, eta=job.not_before)
 
 
 def _stop_reason(job: JobRecord | None, task: TaskRecord) -> str | None:

@@ -22,7 +22,15 @@ from gpuyard.model.states import (
     check_job_transition,
     failure_class,
 )
-from gpuyard.model.tenant import BudgetPeriod, FlavorQuota, IdleGpuAction, QueuePolicy, Tenant
+from gpuyard.model.tenant import (
+    TENANT_ID_BLOCK,
+    BudgetPeriod,
+    FlavorQuota,
+    IdleGpuAction,
+    QueuePolicy,
+    Tenant,
+    tenant_uid,
+)
 
 __all__ = [
     "BudgetPeriod",
@@ -31,6 +39,8 @@ __all__ = [
     "RunningJob",
     "TenantUsage",
     "Tenant",
+    "TENANT_ID_BLOCK",
+    "tenant_uid",
     "IdleGpuAction",
     "JOB_TRANSITIONS",
     "Clock",

@@ -78,6 +78,7 @@ class TaskReason:
     AGENT_ERROR = "AgentError"
     INVALID_SPEC = "InvalidSpec"
     IDLE_GPU = "IdleGPU"  # stopped by its tenant's idle-GPU policy
+    PLATFORM_ERROR = "PlatformError"  # a job's end: platform failures in a row past the cap
 
     @staticmethod
     def error(exit_code: int) -> str:
@@ -114,6 +115,7 @@ _FAILURE_CLASSES: dict[str, FailureClass] = {
     TaskReason.IMAGE_ERROR: FailureClass.INVALID,
     TaskReason.INVALID_SPEC: FailureClass.INVALID,
     TaskReason.IDLE_GPU: FailureClass.INVALID,  # a policy stop: retrying would idle again
+    TaskReason.PLATFORM_ERROR: FailureClass.INVALID,  # the retries were what kept failing
     TaskReason.NODE_LOST: FailureClass.PLATFORM,
     TaskReason.PREEMPTED: FailureClass.PLATFORM,
     TaskReason.AGENT_ERROR: FailureClass.PLATFORM,

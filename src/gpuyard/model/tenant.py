@@ -41,6 +41,21 @@ class SeccompMode(enum.StrEnum):
     UNCONFINED = "unconfined"  # no filter: only a platform admin sets it, for a trusted tenant
 
 
+# Each tenant owns a block of host ids: its tasks run as the block's first id (uid = gid), the
+# rest is kept for mapping a user namespace onto it. Far above the ids of people (1000+) and
+# of subordinate id ranges (/etc/subuid, 100000+), as OpenShift does for its namespaces.
+TENANT_ID_BASE = 1 << 30
+TENANT_ID_BLOCK = 1 << 16
+TENANT_ID_MAX_BLOCKS = ((1 << 32) - 2 - TENANT_ID_BASE) // TENANT_ID_BLOCK
+
+
+def tenant_uid(block: int) -> int:
+    """The host uid (and gid) of the tenant that holds id block `block` (0, 1, ...)."""
+    if not 0 <= block < TENANT_ID_MAX_BLOCKS:
+        raise ValueError(f"no tenant id block {block}: 0 to {TENANT_ID_MAX_BLOCKS - 1}")
+    return TENANT_ID_BASE + block * TENANT_ID_BLOCK
+
+
 @dataclass(frozen=True, slots=True)
 class FlavorQuota(Value):
     """Guaranteed GPUs of one flavor, and how far the tenant may go beyond it / lend of it.
@@ -80,6 +95,9 @@ class Tenant(Value):
     storage_roots: tuple[str, ...] = field(default=())  # where dataDir/outputDir may point
     allow_root: bool = False  # may tasks run as root inside the container?
     seccomp: SeccompMode = SeccompMode.DEFAULT  # the tasks' syscall filter (admins set it)
+    # the host uid and gid of the tenant's tasks and of the storage roots the platform makes
+    # for it; assigned by the store at creation (`tenant_uid`), never chosen by a caller
+    uid: int | None = None
     # idle GPUs: every GPU of a running job under the threshold (NVML utilisation, %) for the
     # window is idle; fake GPUs have no utilisation and are never idle (docs/observability.md)
     idle_gpu_action: IdleGpuAction = IdleGpuAction.FLAG

@@ -22,7 +22,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -36,14 +35,20 @@ from gpuyard.model import TaskReason
 from gpuyard.runtime.errors import LaunchInvalid, RuntimeStartError, TaskStillRunning
 from gpuyard.runtime.exits import tail_lines, with_log
 from gpuyard.runtime.gpusetup import GpuSetup, apply_gpu_setup
+from gpuyard.runtime.hostdirs import (
+    mount_host_dirs,
+    release_task_mounts,
+    remove_unmounted,
+    sweep_stale_mounts,
+)
 from gpuyard.runtime.images import ImageStore
 from gpuyard.runtime.mps import MpsDaemons, mps_mounts
 from gpuyard.runtime.notify import NotifyListener
 from gpuyard.runtime.oci import build_config, cgroup_path, write_hosts_files
 from gpuyard.runtime.ociruntime import OciRuntime, pick_runtime, starts_in_process
-from gpuyard.runtime.overlay import overlay_root, release, sweep_stale_mounts
+from gpuyard.runtime.overlay import overlay_root
 from gpuyard.runtime.procwait import wait_pid_ready
-from gpuyard.runtime.rootfs import HostRootfs, Rootfs
+from gpuyard.runtime.rootfs import HostRootfs, Rootfs, host_paths_from_env
 from gpuyard.runtime.taskdir import (
     TaskDir,
     check_key,
@@ -72,6 +77,7 @@ class ContainerRuntime:
         gpu_setup: GpuSetup | None = None,
         mps: MpsDaemons | None = None,
         fork_supervisors: bool = True,  # False: exec a Python per supervisor (the slow way)
+        host_paths: tuple[str, ...] | None = None,  # more host paths tasks see (None: env)
     ) -> None:
         self.state_root = Path(state_root).resolve()
         self.mps = mps or MpsDaemons(self.state_root / "mps")  # shared GPUs' daemons
@@ -80,7 +86,11 @@ class ContainerRuntime:
         self.tasks_dir.mkdir(parents=True, exist_ok=True)
         self.logs_dir = self.state_root / "logs"  # logs of removed tasks
         self.logs_dir.mkdir(exist_ok=True)
-        self._host_rootfs = HostRootfs(self.state_root / "hostroot", hidden=(self.state_root,))
+        self._host_rootfs = HostRootfs(
+            self.state_root / "hostroot",
+            hidden=(self.state_root,),
+            extra=host_paths_from_env() if host_paths is None else host_paths,
+        )
         self._lock = threading.Lock()
         self.rt: OciRuntime = pick_runtime(
             runtime, self._host_rootfs.prepare(), self.state_root / "probe"
@@ -131,8 +141,6 @@ class ContainerRuntime:
         return live
 
     def _check(self, launch: TaskLaunch) -> None:
-        if launch.data_dir and not Path(launch.data_dir).is_dir():
-            raise LaunchInvalid(f"data dir {launch.data_dir} does not exist on this node")
         if launch.memory_mb <= 0 or launch.pids_limit <= 0:
             raise LaunchInvalid(
                 f"task {launch.key} needs memory_mb > 0 and pids_limit > 0 "
@@ -144,15 +152,13 @@ class ContainerRuntime:
         td.work.mkdir()
         uid, gid = launch.run_as
         os.chown(td.work, uid, gid)
-        if launch.output_dir:
-            output = Path(launch.output_dir)
-            if not output.exists():  # a dir we create belongs to the task's user
-                output.mkdir(parents=True)
-                os.chown(output, uid, gid)
+        # dataDir/outputDir: walked beneath the tenant's roots as the task's user, pinned
+        pinned = mount_host_dirs(launch, td.path, self.state_root)
         rootfs, digest = self._rootfs(launch, td)
         if launch.peers:  # a job's task: its hosts files, mounted by build_config
             write_hosts_files(td.path, launch)
-        config = build_config(launch, rootfs, td.work, td.path if launch.peers else None)
+        hosts = td.path if launch.peers else None
+        config = build_config(launch, rootfs, td.work, hosts, pinned)
         driver = apply_gpu_setup(config, launch.gpus, self.gpu_setup, host_root=not launch.image)
         if launch.gpu_memory_mb:  # a shared GPU: its MPS daemon, pipe and log dirs
             config["mounts"] += mps_mounts(self.mps.acquire(launch))
@@ -294,7 +300,7 @@ class ContainerRuntime:
         """The supervisor is gone without an exit: end the container, record AgentError."""
         self._force_delete(td)
         with contextlib.suppress(OSError):
-            release(td.path)
+            release_task_mounts(td.path)
         sup = td.supervisor()
         who = f"pid {sup[0]}" if sup else "never recorded"
         message = with_log(
@@ -384,10 +390,10 @@ class ContainerRuntime:
             raise TaskStillRunning(f"task {key} is still running; stop it first")
         self.mps.release(key)
         self._force_delete(td)
-        release(td.path)  # never rmtree through a mounted root
+        release_task_mounts(td.path)
         with contextlib.suppress(FileNotFoundError):
             os.replace(td.log, self.logs_dir / f"{key}.log")
-        shutil.rmtree(td.path)
+        remove_unmounted(td.path)
 
     def prune_logs(self, older_than_s: float) -> int:
         """Delete archived logs not written for `older_than_s` seconds; how many went."""
@@ -430,10 +436,12 @@ class ContainerRuntime:
 
 
 def _discard(td: TaskDir) -> None:
-    """Undo a start that failed midway: its overlay root, then its dir."""
-    with contextlib.suppress(OSError):
-        release(td.path)
-    shutil.rmtree(td.path, ignore_errors=True)
+    """Undo a start that failed midway: its mounts, then its dir (kept if one stays mounted)."""
+    try:
+        release_task_mounts(td.path)
+        remove_unmounted(td.path)
+    except OSError as e:
+        log.error("left %s in place: %s", td.path, e)
 
 
 def _valid_key(name: str) -> bool:

@@ -10,7 +10,8 @@ What a task gets:
   devices: deny all but runc's default set (`devices.py`; a task's real GPUs are added to it by
   `gpusetup.apply_gpu_setup`).
 - the root from a `RootfsSource` (host root read-only, or an image's copy-on-write overlay),
-  `/data` read-only, `/output` read-write, a private writable `/workspace` (its HOME, and its
+  `/data` read-only, `/output` read-write (bound from what `hostdirs` pinned at launch, never
+  from the spec's path), a private writable `/workspace` (its HOME, and its
   cwd unless the image has a WorkingDir), private tmpfs /tmp, and a /dev/shm as large as its
   memory limit (tmpfs pages count against it anyway).
 - the job's hosts file (`write_hosts_files`): `<address> <role>-<index>` for every task of the
@@ -27,6 +28,7 @@ What a task gets:
 from __future__ import annotations
 
 import resource
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -131,12 +133,13 @@ def system_mounts(memory_mb: int) -> list[Mount]:
     ]
 
 
-def task_mounts(launch: TaskLaunch, work_dir: Path) -> list[Mount]:
+def task_mounts(work_dir: Path, pinned: Mapping[str, str]) -> list[Mount]:
+    """/workspace, and the host dirs `hostdirs.mount_host_dirs` pinned (field → pinned path)."""
     mounts = [bind(str(work_dir), WORKDIR, readonly=False)]
-    if launch.data_dir:
-        mounts.append(bind(launch.data_dir, "/data", readonly=True))
-    if launch.output_dir:
-        mounts.append(bind(launch.output_dir, "/output", readonly=False))
+    if "dataDir" in pinned:
+        mounts.append(bind(pinned["dataDir"], "/data", readonly=True))
+    if "outputDir" in pinned:
+        mounts.append(bind(pinned["outputDir"], "/output", readonly=False))
     return mounts
 
 
@@ -201,11 +204,16 @@ def process(launch: TaskLaunch, image: ImageConfig | None = None) -> dict[str, A
 
 
 def build_config(
-    launch: TaskLaunch, rootfs: Rootfs, work_dir: Path, hosts_dir: Path | None = None
+    launch: TaskLaunch,
+    rootfs: Rootfs,
+    work_dir: Path,
+    hosts_dir: Path | None = None,
+    pinned: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The whole config.json for `launch`, rooted at `rootfs`; with the hosts files that
-    `write_hosts_files` wrote into `hosts_dir`, if given."""
-    mounts = system_mounts(launch.memory_mb) + list(rootfs.mounts) + task_mounts(launch, work_dir)
+    `write_hosts_files` wrote into `hosts_dir`, if given, and the host dirs pinned for it."""
+    mounts = system_mounts(launch.memory_mb) + list(rootfs.mounts)
+    mounts += task_mounts(work_dir, pinned or {})
     if hosts_dir is not None:
         mounts += hosts_mounts(hosts_dir, rootfs.readonly)
     return {
@@ -218,7 +226,7 @@ def build_config(
             "resources": resources(launch),
             "cgroupsPath": cgroup_path(launch.key),
             "namespaces": [{"type": t} for t in ("pid", "ipc", "uts", "mount")],
-            "maskedPaths": list(MASKED_PATHS),
+            "maskedPaths": [*MASKED_PATHS, *rootfs.masked],
             "readonlyPaths": list(READONLY_PATHS),
             **syscall_filter(launch),
         },

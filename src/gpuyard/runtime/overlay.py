@@ -2,8 +2,8 @@
 dirs in the task's state dir), mounted at `<task_dir>/rootfs` in the host's mount namespace.
 
 The mount is made by `ContainerRuntime.start`, undone by the supervisor once the container is
-deleted, again (idempotently) by `remove()`, and by `sweep_stale_mounts` when a node starts
-(a server or supervisor that crashed leaves no mount behind for good). Where the kernel
+deleted, again (idempotently) by `remove()`, and by `hostdirs.sweep_stale_mounts` when a node
+starts (a server or supervisor that crashed leaves no mount behind for good). Where the kernel
 overlay cannot be mounted (an unprivileged nested container), `fuse-overlayfs` (Debian
 package) is used if installed; there is no silent fallback to copying the image.
 """
@@ -92,11 +92,6 @@ def unmount(target: Path) -> bool:
     raise OSError(err, f"cannot unmount {target}: {os.strerror(err)}")
 
 
-def release(task_dir: Path) -> None:
-    """Unmount the task's overlay root, if any (idempotent)."""
-    unmount(task_dir / MERGED)
-
-
 def overlay_root(lower: Path, task_dir: Path, config: ImageConfig) -> Rootfs:
     """Mount the overlay and describe it as the container's writable root."""
     dirs = mount_overlay(lower, task_dir)
@@ -116,15 +111,3 @@ def mounted_under(directory: Path, mountinfo: Path = Path("/proc/self/mountinfo"
         if point.startswith(prefix):
             found.append(Path(point))
     return sorted(found, key=lambda p: len(p.parts), reverse=True)
-
-
-def sweep_stale_mounts(tasks_dir: Path, live: set[str]) -> list[Path]:
-    """Unmount overlay roots of task dirs whose task is not live; the mount points undone."""
-    undone = []
-    for point in mounted_under(tasks_dir):
-        rel = point.relative_to(tasks_dir.resolve())
-        if rel.parts and rel.parts[0] not in live and point.name == MERGED:
-            with contextlib.suppress(OSError):
-                if unmount(point):
-                    undone.append(point)
-    return undone

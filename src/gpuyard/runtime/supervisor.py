@@ -29,8 +29,9 @@ Life. It becomes a child subreaper (prctl PR_SET_CHILD_SUBREAPER), then:
    pid 1 gets it; a pid 1 only receives signals it handles, as under Docker and Kubernetes),
    then after the grace `<rt> kill --all <id> KILL`, and kill(2) itself if that did not help.
 4. waitpid → exit code or signal; reads the cgroup's `oom_kill` counter (before deleting:
-   delete removes the cgroup); `<rt> delete --force`; unmounts the task's overlay root (an
-   image task; its upper dir stays until the task dir is removed); writes `exit.json`
+   delete removes the cgroup); `<rt> delete --force`; unmounts the task's pinned dirs and its
+   overlay root (`hostdirs.release_task_mounts`; an image task's upper dir stays until the
+   task dir is removed); writes `exit.json`
    atomically; exits.
 If create or start fails, `exit.json` holds AgentError (or CommandNotFound) with crun/runc's
 error. If anything else goes wrong, AgentError with the exception, after a forced delete.
@@ -59,8 +60,8 @@ from gpuyard.runtime.exits import (
     runtime_errors,
     with_log,
 )
+from gpuyard.runtime.hostdirs import release_pins, release_task_mounts
 from gpuyard.runtime.ociruntime import OciRuntime, release_exec_fifo
-from gpuyard.runtime.overlay import release
 from gpuyard.runtime.procwait import run_exact
 from gpuyard.runtime.taskdir import TaskDir, process_starttime, read_json, write_json
 from gpuyard.runtime.types import TaskExit
@@ -148,16 +149,23 @@ class Supervisor:
             raise LaunchFailed(error or f"{self.rt.name} {args[0]} exited {done.returncode}")
 
     def create(self, log_fd: int) -> int:
-        """Create the container; the pid (host namespace) of its init."""
-        self._launch_step(
-            log_fd,
-            "create",
-            "--bundle",
-            str(self.td.bundle),
-            "--pid-file",
-            str(self.td.container_pid),
-            self.cid,
-        )
+        """Create the container; the pid (host namespace) of its init. Its mount namespace
+        then holds its own copies of the task's pinned dirs: the host's go at once."""
+        try:
+            self._launch_step(
+                log_fd,
+                "create",
+                "--bundle",
+                str(self.td.bundle),
+                "--pid-file",
+                str(self.td.container_pid),
+                self.cid,
+            )
+        finally:
+            try:
+                release_pins(self.td.path)
+            except OSError as e:
+                say(f"cannot unmount the task's pinned dirs: {e}")
         return int(self.td.container_pid.read_text().strip())
 
     def start(self, log_fd: int) -> str:
@@ -173,7 +181,7 @@ class Supervisor:
         return f"by {self.rt.name} start"
 
     def delete(self) -> None:
-        """Delete the container, then unmount its overlay root (if it has one)."""
+        """Delete the container, then unmount its pinned dirs and overlay root (if any)."""
         try:
             done = self._rt("delete", "--force", self.cid)
         except subprocess.TimeoutExpired:
@@ -181,11 +189,10 @@ class Supervisor:
             return
         if done.returncode != 0:
             say(f"{self.rt.name} delete exited {done.returncode}")
-        if self.overlay:
-            try:
-                release(self.td.path)
-            except OSError as e:
-                say(f"cannot unmount the overlay root: {e}")
+        try:
+            release_task_mounts(self.td.path)
+        except OSError as e:
+            say(f"cannot unmount the task's dirs or overlay root: {e}")
 
     def kill(self, *args: str) -> bool:
         try:

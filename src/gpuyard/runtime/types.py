@@ -53,6 +53,8 @@ class TaskLaunch:
     peers: tuple[TaskPeer, ...] = ()  # every task of the attempt in rank order, this one too
     # the syscall filter: "default" (Docker's profile, runtime/seccomp.py) or "unconfined"
     seccomp: str = "default"
+    # the tenant's storage roots: data_dir and output_dir are walked beneath one at launch
+    storage_roots: tuple[str, ...] = ()
 
 
 class TaskPhase(enum.StrEnum):

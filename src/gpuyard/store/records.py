@@ -50,6 +50,8 @@ class JobRecord:
     pending_position: int | None = None
     pending_queue_length: int | None = None
     pending_eta: float | None = None
+    platform_failures: int = 0  # platform failures in a row (the backoff's count)
+    not_before: float | None = None  # a backed-off job is not placed before this time
 
     @property
     def pending(self) -> Pending | None:
@@ -96,6 +98,8 @@ class JobRecord:
             r.pending_position,
             r.pending_queue_length,
             r.pending_eta,
+            r.platform_failures or 0,
+            r.not_before,
         )
 
 

@@ -38,6 +38,8 @@ class JobRow(Base):
     stop_requested: Mapped[str | None] = mapped_column(String(32))  # Cancelled | Timeout
     queued_at: Mapped[float | None] = mapped_column(Float)  # when this attempt was queued
     borrowed: Mapped[str] = mapped_column(Text, default="[]")  # JSON [[flavor, amount]]
+    platform_failures: Mapped[int] = mapped_column(Integer, default=0)  # in a row
+    not_before: Mapped[float | None] = mapped_column(Float)  # backoff: not placed before
 
 
 class TaskRow(Base):

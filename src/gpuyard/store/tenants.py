@@ -16,7 +16,7 @@ from pydantic import TypeAdapter
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from gpuyard.model import Clock, Tenant
+from gpuyard.model import Clock, Tenant, tenant_uid
 from gpuyard.store.tables import TenantRow
 
 TENANT = TypeAdapter(Tenant)
@@ -78,15 +78,32 @@ class TenantRepo:
             return s.get(TenantRow, name) is not None
 
     def create(self, tenant: Tenant) -> TenantRecord:
+        """Store a new tenant; it gets the next free id block (its `uid`) unless it has one."""
         now = self._clock.now()
         with self._sessions.begin() as s:
             if s.get(TenantRow, tenant.name) is not None:
                 raise TenantExists(f"tenant {tenant.name} already exists")
+            if tenant.uid is None:
+                tenant = dataclasses.replace(tenant, uid=_next_uid(s))
             row = TenantRow(
                 name=tenant.name, settings=_settings(tenant), created_at=now, updated_at=now
             )
             s.add(row)
             return _record(row)
+
+    def assign_missing_uids(self) -> list[str]:
+        """Give an id block to each tenant stored before tenants had one; their names."""
+        with self._sessions.begin() as s:
+            done = []
+            order = (TenantRow.created_at, TenantRow.name)
+            for row in list(s.scalars(select(TenantRow).order_by(*order))):
+                settings = json.loads(row.settings)
+                if settings.get("uid") is None:
+                    settings["uid"] = _next_uid(s)
+                    row.settings = json.dumps(settings, sort_keys=True)
+                    s.flush()
+                    done.append(row.name)
+            return done
 
     def update(self, tenant: Tenant) -> TenantRecord:
         with self._sessions.begin() as s:
@@ -95,6 +112,15 @@ class TenantRepo:
                 raise TenantNotFound(f"no tenant {tenant.name}")
             row.settings, row.updated_at = _settings(tenant), self._clock.now()
             return _record(row)
+
+
+def _next_uid(s: Session) -> int:
+    """The uid of the lowest id block no stored tenant holds."""
+    taken = {json.loads(settings).get("uid") for settings in s.scalars(select(TenantRow.settings))}
+    block = 0
+    while tenant_uid(block) in taken:
+        block += 1
+    return tenant_uid(block)
 
 
 def _settings(t: Tenant) -> str:

@@ -2,19 +2,25 @@
 admin's token in `<data dir>/admin-token` (mode 0600, the only place it is ever written).
 
 The `default` tenant is guaranteed every GPU of the nodes, per flavor, and its storage roots
-are the ones given to `gpuyard up --storage-root`, or else `<data dir>/storage` and `/tmp`.
-Nothing happens when any user exists already.
+are the ones given to `gpuyard up --storage-root`, or else `<data dir>/storage` (not `/tmp`:
+a root is the tenant's own, and the host's /tmp is everybody's). Nothing happens when any user
+exists already. `assign_ids` runs at every start: tenants stored before tenants had their own
+uid get one.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from gpuyard.api.services.storage_roots import prepare_roots
 from gpuyard.model import FlavorQuota, Node, Tenant
 from gpuyard.store import Membership, PlatformRole, Store, TenantRole
+
+log = logging.getLogger("gpuyard.api")
 
 ADMIN = "admin"
 DEFAULT_TENANT = "default"
@@ -26,7 +32,7 @@ def token_file(data_dir: Path) -> Path:
 
 
 def default_storage_roots(data_dir: Path) -> tuple[str, ...]:
-    return (str(data_dir / "storage"), "/tmp")
+    return (str(data_dir / "storage"),)
 
 
 def default_tenant(nodes: Iterable[Node], storage_roots: Sequence[str]) -> Tenant:
@@ -42,14 +48,22 @@ def bootstrap(
     if store.users.count():
         return None
     roots = tuple(storage_roots) or default_storage_roots(data_dir)
-    (data_dir / "storage").mkdir(parents=True, exist_ok=True)
     if not store.tenants.exists(DEFAULT_TENANT):
-        store.tenants.create(default_tenant(nodes, roots))
+        prepare_roots(store.tenants.create(default_tenant(nodes, roots)).tenant)
     store.users.create(
         ADMIN, PlatformRole.ADMIN, [Membership(DEFAULT_TENANT, TenantRole.TENANT_ADMIN)]
     )
     made = store.tokens.create(ADMIN, "bootstrap")
     return write_secret(token_file(data_dir), made.secret)
+
+
+def assign_ids(store: Store) -> None:
+    """Give each tenant stored without a uid its own id block (and its roots to it)."""
+    for name in store.tenants.assign_missing_uids():
+        record = store.tenants.get(name)
+        if record is not None:
+            log.info("tenant %s: its tasks now run as uid %s", name, record.tenant.uid)
+            prepare_roots(record.tenant)
 
 
 def write_secret(path: Path, secret: str) -> Path:

@@ -19,6 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from gpuyard.api.errors import InvalidInput, invalid_from
 from gpuyard.api.schemas import camel, snake_keys
+from gpuyard.api.services.storage_roots import prepare_roots, root_errors
 from gpuyard.controller import Controller
 from gpuyard.model import Tenant
 from gpuyard.store import (
@@ -32,6 +33,7 @@ from gpuyard.store import (
 
 STRICT = TypeAdapter(Tenant)
 MAX_NUMBER = 2**32  # GPUs, MB, seconds, a uid: none of them larger
+UID_ASSIGNED = "assigned by the platform when the tenant is created; it cannot be set"
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 FIELDS = frozenset(f.name for f in dataclasses.fields(Tenant))
 
@@ -110,7 +112,13 @@ def _normalised(roots: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def create(ctl: Controller, doc: dict[str, Any]) -> TenantRecord:
-    return ctl.store.tenants.create(parse_tenant(doc))
+    """A new tenant: it gets its own id block (uid) and its missing storage roots, 0700."""
+    if doc.get("uid") is not None:
+        raise InvalidInput("the tenant's uid is assigned", [("uid", UID_ASSIGNED)])
+    tenant = _apart(ctl, parse_tenant(doc))
+    record = ctl.store.tenants.create(tenant)
+    prepare_roots(record.tenant)
+    return record
 
 
 def update(ctl: Controller, name: str, patch: dict[str, Any]) -> TenantRecord:
@@ -118,8 +126,20 @@ def update(ctl: Controller, name: str, patch: dict[str, Any]) -> TenantRecord:
     current = get(ctl, name)
     if "name" in patch and patch["name"] != name:
         raise InvalidInput("a tenant cannot be renamed", [("name", f"must be {name!r}")])
+    if "uid" in patch and patch["uid"] != current.tenant.uid:
+        raise InvalidInput("the tenant's uid cannot be changed", [("uid", UID_ASSIGNED)])
     merged = {**_camel_doc(current.tenant), **patch, "name": name}
-    return ctl.store.tenants.update(parse_tenant(merged))
+    record = ctl.store.tenants.update(_apart(ctl, parse_tenant(merged)))
+    prepare_roots(record.tenant)
+    return record
+
+
+def _apart(ctl: Controller, tenant: Tenant) -> Tenant:
+    """`tenant`, if its storage roots keep apart from system dirs and other tenants' roots."""
+    if errors := root_errors(tenant, ctl.store.tenants.tenants()):
+        n = len(errors)
+        raise InvalidInput(f"the tenant has {n} error{'s' if n != 1 else ''}", errors)
+    return tenant
 
 
 def _camel_doc(t: Tenant) -> dict[str, Any]:

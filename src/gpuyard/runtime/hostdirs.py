@@ -1,0 +1,188 @@
+"""A task's host dirs (`dataDir` at /data, `outputDir` at /output), checked and pinned at launch.
+
+What the submit-time check saw may have changed by the time a task starts: roots were edited,
+or a task of the same tenant swapped a path component for a symlink. So on the node, at
+launch:
+
+1. the path must lie (lexically) under one of the tenant's storage roots carried by the launch,
+   and must neither be, hold nor lie in the node's state root (the platform's data);
+2. it is walked from an fd of that root without following symlinks, as the task's user
+   (`safepath.open_beneath`); a missing `outputDir` is created as that user;
+3. what was opened is bind-mounted (`mount("/proc/self/fd/N", ...)`) onto
+   `<task dir>/mnt/<data|output>`, and the container config binds from there, so a swap after
+   the walk changes nothing.
+
+These *pins* are host mounts of users' data inside the platform's state dir, so they are made
+harmless and short-lived: private (no propagation), recursively read-only on the host side
+(a recursive delete of the state dir that walks into one removes nothing: EROFS; the
+container's own bind is made writable by its runtime), and unmounted by the supervisor as soon
+as `<rt> create` has copied them into the container's mount namespace. `release_task_mounts`
+(at the task's end or removal) and `sweep_stale_mounts` (when a node starts) undo any left.
+
+A refusal is `LaunchInvalid` (InvalidSpec, never retried) naming only the user's own path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from gpuyard.runtime.errors import LaunchInvalid
+from gpuyard.runtime.overlay import MERGED, mounted_under, unmount
+from gpuyard.runtime.safepath import DIR_FLAGS, PathRefused, open_beneath
+from gpuyard.runtime.types import TaskLaunch
+
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 1 << 18
+SYS_MOUNT_SETATTR = 442  # the unified syscall table
+MOUNT_ATTR_RDONLY = 0x1
+AT_RECURSIVE = 0x8000
+MOUNTS_DIR = "mnt"
+PIN_NAMES = ("data", "output")
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class HostDir:
+    field: str  # dataDir | outputDir
+    path: str  # as the spec gave it
+    create: bool  # outputDir: made if missing
+    name: str  # its pin under <task dir>/mnt
+
+
+def host_dirs(launch: TaskLaunch) -> list[HostDir]:
+    out = []
+    if launch.data_dir:
+        out.append(HostDir("dataDir", launch.data_dir, False, "data"))
+    if launch.output_dir:
+        out.append(HostDir("outputDir", launch.output_dir, True, "output"))
+    return out
+
+
+def root_of(path: str, roots: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
+    """The storage root that lexically holds `path` (the deepest one), and the parts below it."""
+    p = PurePosixPath(path)
+    if not p.is_absolute() or ".." in p.parts:
+        return None
+    best: tuple[str, tuple[str, ...]] | None = None
+    for root in roots:
+        r = PurePosixPath(os.path.normpath(root))
+        if p == r or r in p.parents:
+            parts = p.parts[len(r.parts) :]
+            if best is None or len(parts) < len(best[1]):
+                best = (str(r), parts)
+    return best
+
+
+def _overlaps(path: str, private: Path) -> bool:
+    """Whether mounting `path` would show `private` (the node's state root) or sit inside it."""
+    p, q = PurePosixPath(os.path.normpath(path)), PurePosixPath(private)
+    return p == q or q in p.parents or p in q.parents
+
+
+def pin(d: HostDir, launch: TaskLaunch, private: Path) -> int:
+    """An O_PATH fd of the dir, walked beneath its storage root as the task's user."""
+    found = root_of(d.path, launch.storage_roots)
+    if found is None:
+        raise LaunchInvalid(
+            f"{d.field} {d.path} is not under a storage root of the job's tenant (any more)"
+        )
+    if _overlaps(d.path, private):
+        raise LaunchInvalid(f"{d.field} {d.path} holds or lies in the platform's own data")
+    root, parts = found
+    try:
+        root_fd = os.open(root, DIR_FLAGS)
+    except OSError as e:
+        raise LaunchInvalid(f"{d.field}: its storage root cannot be opened: {e.strerror}") from e
+    try:
+        uid, gid = launch.run_as
+        return open_beneath(root_fd, parts, uid, gid, create=d.create)
+    except PathRefused as e:
+        raise LaunchInvalid(f"{d.field} {d.path}: {e}") from e
+    finally:
+        os.close(root_fd)
+
+
+def _fail(what: str, target: Path) -> OSError:
+    err = ctypes.get_errno()
+    return OSError(err, f"cannot {what} {target}: {os.strerror(err)}")
+
+
+def bind_fd(fd: int, target: Path) -> None:
+    """Bind what `fd` is (not what a path now names) onto `target`: private, read-only here."""
+    source, dest = f"/proc/self/fd/{fd}".encode(), str(target).encode()
+    if _libc.mount(source, dest, None, MS_BIND | MS_REC, None) != 0:
+        raise _fail("bind", target)
+    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, MS_PRIVATE, 0)
+    done = _libc.syscall(
+        SYS_MOUNT_SETATTR, -100, dest, AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr)
+    )
+    if done != 0:
+        error = _fail("make read-only", target)
+        unmount(target)
+        raise error
+
+
+def mount_host_dirs(launch: TaskLaunch, task_dir: Path, private: Path) -> dict[str, str]:
+    """Check, open and pin each host dir; field → the pinned path to bind into the container."""
+    pinned: dict[str, str] = {}
+    for d in host_dirs(launch):
+        fd = pin(d, launch, private)
+        try:
+            target = task_dir / MOUNTS_DIR / d.name
+            target.mkdir(parents=True, exist_ok=True)
+            bind_fd(fd, target)
+            pinned[d.field] = str(target)
+        finally:
+            os.close(fd)
+    return pinned
+
+
+def release_pins(task_dir: Path) -> None:
+    """Unmount the task's pins (once its container holds its own copies); idempotent."""
+    for name in PIN_NAMES:
+        unmount(task_dir / MOUNTS_DIR / name)
+
+
+def release_task_mounts(task_dir: Path) -> None:
+    """Unmount the task's pins and its overlay root, if any (idempotent)."""
+    release_pins(task_dir)
+    unmount(task_dir / MERGED)
+
+
+def remove_unmounted(task_dir: Path) -> None:
+    """Delete a task dir, never through a mount: a user's output dir must not be emptied
+    because an unmount did not take (OSError then, and the dir stays)."""
+    if not task_dir.exists():
+        return
+    if mounted_under(task_dir):
+        raise OSError(f"{task_dir} still has mounts under it; not deleted")
+    shutil.rmtree(task_dir)
+
+
+def sweep_stale_mounts(tasks_dir: Path, live: set[str]) -> list[Path]:
+    """Unmount what task dirs whose task is not live still have mounted; the points undone."""
+    undone = []
+    for point in mounted_under(tasks_dir):
+        rel = point.relative_to(tasks_dir.resolve())
+        ours = point.name == MERGED or point.parent.name == MOUNTS_DIR
+        if rel.parts and rel.parts[0] not in live and ours:
+            with contextlib.suppress(OSError):
+                if unmount(point):
+                    undone.append(point)
+    return undone
