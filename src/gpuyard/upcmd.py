@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from gpuyard.api.services.logstreams import DEFAULT_FOLLOWS_PER_USER
 from gpuyard.engine.ray import parse_engine
 from gpuyard.runtime.hostport import PortHeld
 from gpuyard.scheduler import compiled
@@ -59,6 +60,12 @@ def up(
             help="serve /metrics to anyone, without job, task and user labels (summed by tenant)",
         ),
     ] = False,
+    log_follows_per_user: Annotated[
+        int,
+        typer.Option(
+            min=1, help="logs one user may follow (logs?follow=true) at once; beyond: 429"
+        ),
+    ] = DEFAULT_FOLLOWS_PER_USER,
     engine: Annotated[
         str,
         typer.Option(
@@ -115,6 +122,7 @@ def up(
                 storage_roots=tuple(os.path.abspath(p) for p in storage_root or ()),
                 metrics_token_file=metrics_token_file,
                 metrics_open=metrics_open,
+                log_follows_per_user=log_follows_per_user,
                 engine=engine,
                 task_ports=ports,
             )

@@ -23,6 +23,7 @@ from gpuyard.api.errors import Conflict, InvalidInput, unreadable_body
 from gpuyard.api.methods import allow_header
 from gpuyard.api.routers import jobs, nodes, queue, tenants, tokens, users, web
 from gpuyard.api.routers.metrics import install_metrics
+from gpuyard.api.services.logstreams import LogStreams
 from gpuyard.controller import Controller
 from gpuyard.controller.webhookguard import private_webhooks_of
 from gpuyard.spec import SpecError
@@ -39,6 +40,7 @@ def create_app(controller: Controller) -> FastAPI:
         description="Multi-tenant GPU cluster platform for deep-learning jobs.",
     )
     app.state.controller = controller
+    app.state.log_streams = LogStreams()  # follows per user, log reads off the event loop
     # the tenants a platform admin allowed private webhooks (none else reach 127.0.0.1, ...)
     controller.webhooks.allow_private_for(private_webhooks_of(controller.store))
     for module in (jobs, nodes, queue, tenants, users, tokens):

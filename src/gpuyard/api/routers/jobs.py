@@ -20,6 +20,7 @@ from gpuyard.api.schemas import (
     event_out,
 )
 from gpuyard.api.services import jobs as svc
+from gpuyard.api.services.logstreams import LogStreams, TooManyFollows
 
 router = APIRouter(
     prefix="/api/v1/jobs",
@@ -96,9 +97,10 @@ def job_events(job_id: str, ctl: ControllerDep, caller: CallerDep) -> EventList:
     return EventList(events=[event_out(e) for e in ctl.store.jobs.events(job_id)])
 
 
-@router.get("/{job_id}/logs", response_class=StreamingResponse)
+@router.get("/{job_id}/logs", response_class=StreamingResponse, responses=error_responses(429))
 def job_logs(
     job_id: str,
+    request: Request,
     ctl: ControllerDep,
     caller: CallerDep,
     task: Annotated[str | None, Query(pattern=r"^[A-Za-z][A-Za-z0-9_]*/\d+$")] = None,
@@ -106,10 +108,19 @@ def job_logs(
     tail: Annotated[int | None, Query(ge=0, le=100_000)] = None,
     follow: bool = False,
 ) -> StreamingResponse:
-    """A task's stdout and stderr; `follow=true` streams until the task ends."""
+    """A task's stdout and stderr; `follow=true` streams until the task ends (429 beyond the
+    follows one user may have open at once)."""
     job = svc.get_job(ctl, job_id)
     authorize_job(caller, job, JobAction.LOGS)
     chosen = svc.pick_task(ctl, job, task, attempt)
-    return StreamingResponse(
-        svc.stream_log(ctl, chosen, tail, follow), media_type="text/plain; charset=utf-8"
-    )
+    streams: LogStreams = request.app.state.log_streams
+    following = None
+    if follow:
+        try:
+            following = svc.Follow(streams.claim(caller.name), request.is_disconnected)
+        except TooManyFollows as e:
+            raise HTTPException(429, str(e)) from None
+    stream = svc.stream_log(ctl, chosen, tail, streams, following)
+    if following is not None:
+        following.claim.bind(stream)  # given back even if the stream never starts
+    return StreamingResponse(stream, media_type="text/plain; charset=utf-8")

@@ -81,6 +81,7 @@ _ERROR_WORDS = {
     409: "it exists already, or its state forbids this",
     413: "the body is too large",
     422: "bad input: each bad field with its path",
+    429: "too many at once: the sentence says which limit",
 }
 
 

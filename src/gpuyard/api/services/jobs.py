@@ -5,10 +5,13 @@ Authorisation is the routers' job (`gpuyard.api.authz`); these functions trust t
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+import anyio
 
 from gpuyard.api.schemas import JobDetail, JobList, JobSummary, event_out, job_summary, task_out
+from gpuyard.api.services.logstreams import Claim, LogStreams
 from gpuyard.api.services.storage import storage_errors
 from gpuyard.api.services.webhooks import webhook_errors
 from gpuyard.controller import Controller, LogUnavailable
@@ -106,42 +109,63 @@ def pick_task(ctl: Controller, job: JobRecord, task: str | None, attempt: int | 
     return tasks[0]
 
 
+@dataclass(frozen=True)
+class Follow:
+    """A follow: its user's slot, and how to tell that the client has left."""
+
+    claim: Claim
+    disconnected: Callable[[], Awaitable[bool]]
+
+
 async def stream_log(
-    ctl: Controller, task: TaskRecord, tail: int | None, follow: bool
+    ctl: Controller,
+    task: TaskRecord,
+    tail: int | None,
+    streams: LogStreams,
+    follow: Follow | None,
 ) -> AsyncIterator[bytes]:
-    """The log as it is, then (with `follow`) what is added until the task ends. A log that
-    cannot be read (its node left the cluster) ends the stream with a line saying why."""
+    """The log as it is, then (with `follow`) what is added until the task ends or the client
+    leaves; every read in a worker thread. A log that cannot be read (its node left the
+    cluster) ends the stream with a line saying why."""
     try:
-        async for chunk in _log_chunks(ctl, task, tail, follow):
+        async for chunk in _log_chunks(ctl, task, tail, streams, follow):
             yield chunk
     except LogUnavailable as e:
         yield f"\n[gpuyard] {e}\n".encode()
+    finally:
+        if follow is not None:
+            follow.claim.release()
 
 
 async def _log_chunks(
-    ctl: Controller, task: TaskRecord, tail: int | None, follow: bool
+    ctl: Controller, task: TaskRecord, tail: int | None, streams: LogStreams, follow: Follow | None
 ) -> AsyncIterator[bytes]:
     logs = ctl.logs
     offset = 0
     if tail is not None:
-        yield logs.tail(task, tail).encode()
-        offset = logs.size(task) if follow else 0
+        yield (await streams.read(logs.tail, task, tail)).encode()
+        offset = await streams.read(logs.size, task) if follow else 0
     else:
-        while chunk := logs.read(task, offset, LOG_CHUNK):
+        while chunk := await streams.read(logs.read, task, offset, LOG_CHUNK):
             offset += len(chunk)
             yield chunk
-    while follow:
-        chunk = logs.read(task, offset, LOG_CHUNK)
+    while follow is not None:
+        chunk = await streams.read(logs.read, task, offset, LOG_CHUNK)
         if chunk:
             offset += len(chunk)
             yield chunk
             continue
-        current = next(
-            (t for t in ctl.store.jobs.tasks(task.job_id, task.attempt) if t.id == task.id), None
-        )
-        if current is None or current.state.is_final:
-            rest = logs.read(task, offset, LOG_CHUNK)
-            if rest:
+        if await streams.read(_has_ended, ctl, task):
+            if rest := await streams.read(logs.read, task, offset, LOG_CHUNK):
                 yield rest
             return
-        await asyncio.sleep(FOLLOW_POLL_S)
+        if await follow.disconnected():
+            return
+        await anyio.sleep(FOLLOW_POLL_S)
+
+
+def _has_ended(ctl: Controller, task: TaskRecord) -> bool:
+    current = next(
+        (t for t in ctl.store.jobs.tasks(task.job_id, task.attempt) if t.id == task.id), None
+    )
+    return current is None or current.state.is_final
