@@ -8,13 +8,16 @@ jobs of the tenant. A platform admin may do everything. A job of a tenant the ca
 role in is *invisible*: it answers 404 exactly like a job that does not exist, so job ids do
 not leak across tenants. A visible job the caller may not act on answers 403.
 
-| role in the job's tenant | see (get, list, events) | logs           | cancel         | submit |
+| role in the job's tenant | see (get, list, events) | logs, secrets  | cancel         | submit |
 |--------------------------|-------------------------|----------------|----------------|--------|
 | platform admin           | all jobs                | all jobs       | all jobs       | yes    |
 | tenant-admin             | all jobs                | all jobs       | all jobs       | yes    |
 | member                   | all jobs                | own jobs only  | own jobs only  | yes    |
 | viewer                   | all jobs                | no             | no             | no     |
 | none                     | (404)                   | (404)          | (404)          | 403    |
+
+Secrets: a spec's secret values (secret env values, OpenPAI commands that hold a secret) are
+shown to whoever may read the job's logs; everyone else who sees the job sees `<redacted>`.
 
 Tenants: a platform admin creates and updates them; a member of any role may read their
 tenant; a tenant admin also manages its members. Users: a platform admin creates and lists
@@ -40,6 +43,7 @@ class JobAction(enum.StrEnum):
     SEE = "see"
     LOGS = "read the logs of"
     CANCEL = "cancel"
+    SECRETS = "read the secret values of"
 
 
 ALL = frozenset(JobAction)
@@ -87,6 +91,11 @@ def _job_refusal(caller: UserRecord, job: JobRecord, action: JobAction) -> str:
         f"{caller.name} may not {action} job {job.id}: it belongs to {owner}; only its "
         f"owner, a tenant admin of {job.tenant} or a platform admin may"
     )
+
+
+def can_read_secrets(caller: UserRecord, job: JobRecord) -> bool:
+    """Whether `caller` sees `job`'s secret values in clear (its owner and admins)."""
+    return JobAction.SECRETS in job_actions(caller, job)
 
 
 def visible_tenants(caller: UserRecord) -> frozenset[str] | None:

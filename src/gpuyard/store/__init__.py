@@ -26,6 +26,7 @@ from gpuyard.store.nodes import (
     TaskPorts,
 )
 from gpuyard.store.records import EventRecord, JobRecord, Pending, TaskRecord
+from gpuyard.store.secrets import SecretBox
 from gpuyard.store.tenants import (
     TenantExists,
     TenantNotFound,
@@ -56,6 +57,7 @@ class Store:
     users: UserRepo
     tokens: TokenRepo
     usage: UsageRepo
+    secrets: SecretBox  # seals the secret values of job specs (<data dir>/secrets.key)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -75,14 +77,16 @@ def open_store(
     migrate(engine)
     sessions = session_factory(engine)
     clk = clock or SystemClock()
+    secrets = SecretBox.at(data_dir)
     return Store(
         engine,
-        JobRepo(sessions, clk),
+        JobRepo(sessions, clk, secrets),
         NodeRepo(sessions, clk),
         TenantRepo(sessions, clk),
         UserRepo(sessions, clk),
         TokenRepo(sessions, clk),
         UsageRepo(sessions),
+        secrets,
     )
 
 
@@ -119,6 +123,7 @@ __all__ = [
     "PortRequest",
     "PortsExhausted",
     "TaskPorts",
+    "SecretBox",
     "Store",
     "TaskRecord",
     "open_store",

@@ -6,6 +6,7 @@ the transition table of `gpuyard.model.states` and records the event in the same
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -23,6 +24,7 @@ from gpuyard.store.records import (
     Pending,
     TaskRecord,
 )
+from gpuyard.store.secrets import SecretBox
 from gpuyard.store.tables import EventRow, JobRow, TaskRow
 
 
@@ -68,16 +70,26 @@ def task_key(job_id: str, attempt: int, role: str, index: int) -> str:
 
 
 class JobRepo:
-    def __init__(self, sessions: sessionmaker[Session], clock: Clock) -> None:
+    def __init__(
+        self, sessions: sessionmaker[Session], clock: Clock, secrets: SecretBox | None = None
+    ) -> None:
         self._sessions = sessions
         self._clock = clock
+        self._secrets = secrets or SecretBox.at(None)  # specs' secret values, sealed at rest
+
+    def _record(self, row: JobRow) -> JobRecord:
+        """The row's record, its spec's secret values opened (they are sealed at rest)."""
+        record = JobRecord.of(row)
+        if not self._secrets.holds_sealed(row.spec):
+            return record
+        return dataclasses.replace(record, spec=self._secrets.unseal(record.spec))
 
     # ---- reads -------------------------------------------------------------------------
 
     def get(self, job_id: str) -> JobRecord | None:
         with self._sessions() as s:
             row = s.get(JobRow, job_id)
-            return JobRecord.of(row) if row else None
+            return self._record(row) if row else None
 
     def list(
         self,
@@ -95,12 +107,12 @@ class JobRepo:
         if tenants is not None:
             q = q.where(JobRow.tenant.in_(list(tenants)))
         with self._sessions() as s:
-            return [JobRecord.of(r) for r in s.scalars(q)]
+            return [self._record(r) for r in s.scalars(q)]
 
     def in_states(self, *states: JobState) -> list[JobRecord]:
         q = select(JobRow).where(JobRow.state.in_([str(x) for x in states])).order_by(JobRow.seq)
         with self._sessions() as s:
-            return [JobRecord.of(r) for r in s.scalars(q)]
+            return [self._record(r) for r in s.scalars(q)]
 
     def stop_requested(self) -> list[JobRecord]:
         q = (
@@ -109,7 +121,7 @@ class JobRepo:
             .where(JobRow.state.in_([JobState.QUEUED, JobState.SCHEDULED, JobState.RUNNING]))
         )
         with self._sessions() as s:
-            return [JobRecord.of(r) for r in s.scalars(q)]
+            return [self._record(r) for r in s.scalars(q)]
 
     def tasks(self, job_id: str, attempt: int | None = None) -> list[TaskRecord]:
         q = select(TaskRow).where(TaskRow.job_id == job_id)
@@ -163,14 +175,14 @@ class JobRepo:
                 attempt=1,
                 retry_count=job.retry_count,
                 retries_used=0,
-                spec=json.dumps(job.spec),
+                spec=json.dumps(self._secrets.seal(job.spec)),
                 submitted_at=now,
                 queued_at=now,
             )
             s.add(row)
             s.flush()  # the job row first: events reference it
             s.add(_event(row, None, JobState.QUEUED, "Submitted", None, now))
-            return JobRecord.of(row)
+            return self._record(row)
 
     def request_stop(self, job_id: str, reason: str) -> JobRecord:
         """Ask the controller to stop a job (`Cancelled`, `Timeout`, `Preempted`).
@@ -185,7 +197,7 @@ class JobRepo:
                 raise JobAlreadyEnded(f"job {job_id} already ended {row.state}")
             if _STOP_PRECEDENCE.get(reason, 0) > _STOP_PRECEDENCE.get(row.stop_requested, -1):
                 row.stop_requested = reason
-            return JobRecord.of(row)
+            return self._record(row)
 
     def move(
         self,
@@ -209,7 +221,7 @@ class JobRepo:
             if to.is_final:  # an ended job keeps why it ended
                 row.finished_at, row.reason, row.message = now, reason, message
                 _write_pending(row, None)
-            return JobRecord.of(row)
+            return self._record(row)
 
     def bind(
         self,

@@ -81,7 +81,7 @@ def list_jobs(
 @router.get("/{job_id}", response_model=JobDetail)
 def get_job(job_id: str, ctl: ControllerDep, caller: CallerDep) -> JobDetail:
     authorize_job(caller, svc.get_job(ctl, job_id), JobAction.SEE)
-    return svc.job_detail(ctl, job_id)
+    return svc.job_detail(ctl, job_id, caller)
 
 
 @router.post("/{job_id}/cancel", status_code=202, response_model=Cancelled)

@@ -316,8 +316,8 @@ def _job_context(ctl: ControllerDep, session: Session, job_id: str) -> dict[str,
     authorize_job(session.user, record, JobAction.SEE)
     allowed = job_actions(session.user, record)
     return {
-        "job": job_svc.job_detail(ctl, job_id),
-        "spec_text": svc.spec_yaml(record),
+        "job": job_svc.job_detail(ctl, job_id, session.user),
+        "spec_text": svc.spec_yaml(job_svc.visible_spec(record, session.user)),
         "can_logs": JobAction.LOGS in allowed,
         "can_cancel": JobAction.CANCEL in allowed,
         "final": record.state.is_final,
@@ -376,7 +376,7 @@ def submit_page(
     if clone:
         job = job_svc.get_job(ctl, clone)
         authorize_job(session.user, job, JobAction.SEE)
-        text = svc.spec_yaml(job)
+        text = svc.spec_yaml(job_svc.visible_spec(job, session.user))
     checked = svc.check_spec(ctl, session.user, text)
     return render(
         request,

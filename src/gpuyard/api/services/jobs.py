@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
+from gpuyard.api.authz import can_read_secrets
 from gpuyard.api.schemas import JobDetail, JobList, JobSummary, event_out, job_summary, task_out
 from gpuyard.api.services.logstreams import Claim, LogStreams
 from gpuyard.api.services.storage import storage_errors
@@ -17,8 +19,10 @@ from gpuyard.api.services.webhooks import webhook_errors
 from gpuyard.controller import Controller, LogUnavailable
 from gpuyard.model import JobState
 from gpuyard.spec import FieldError, JobSpec, SpecError, load_job_spec
-from gpuyard.store import JobNotFound, JobRecord, NewJob, TaskRecord
+from gpuyard.store import JobNotFound, JobRecord, NewJob, TaskRecord, UserRecord
+from gpuyard.store.secrets import SECRET, map_marked
 
+REDACTED = "<redacted>"
 LOG_CHUNK = 64 * 1024
 FOLLOW_POLL_S = 0.2
 
@@ -78,12 +82,21 @@ def get_job(ctl: Controller, job_id: str) -> JobRecord:
     return job
 
 
-def job_detail(ctl: Controller, job_id: str) -> JobDetail:
+def job_detail(ctl: Controller, job_id: str, caller: UserRecord) -> JobDetail:
     job = get_job(ctl, job_id)
     nodes = {n.name: n for n in ctl.store.nodes.list()}
     tasks = [task_out(t, nodes.get(t.node)) for t in ctl.store.jobs.tasks(job_id)]
     events = [event_out(e) for e in ctl.store.jobs.events(job_id)]
-    return JobDetail(**job_summary(job), spec=job.spec, tasks=tasks, events=events)
+    spec = visible_spec(job, caller)
+    return JobDetail(**job_summary(job), spec=spec, tasks=tasks, events=events)
+
+
+def visible_spec(job: JobRecord, caller: UserRecord) -> dict[str, Any]:
+    """The job's spec as `caller` may see it: its secret values (`{secret: ...}`) in clear
+    for the job's owner and admins, `<redacted>` for everyone else (viewers, other members)."""
+    if can_read_secrets(caller, job):
+        return job.spec
+    return map_marked(job.spec, SECRET, lambda _value: REDACTED, SECRET)
 
 
 def cancel(ctl: Controller, job_id: str) -> JobRecord:

@@ -13,12 +13,13 @@ import hmac
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 import gpuyard
 from gpuyard.api.authz import Forbidden, authorize_submit
-from gpuyard.api.schemas import JobDetail, NodeList
+from gpuyard.api.schemas import NodeList
 from gpuyard.api.services import jobs as job_svc
 from gpuyard.api.services.storage import storage_errors
 from gpuyard.controller import Controller, LogUnavailable
@@ -85,9 +86,9 @@ def examples() -> dict[str, str]:
     return out
 
 
-def spec_yaml(job: JobDetail | JobRecord) -> str:
-    """A job's normalised spec as YAML, to submit again (clone)."""
-    return yaml.safe_dump(job.spec, sort_keys=False, allow_unicode=True, width=100)
+def spec_yaml(spec: dict[str, Any]) -> str:
+    """A job's normalised spec (as the caller may see it) as YAML, to submit again (clone)."""
+    return yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, width=100)
 
 
 # -- logs --------------------------------------------------------------------------------
