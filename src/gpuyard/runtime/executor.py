@@ -44,9 +44,10 @@ from gpuyard.runtime.hostdirs import (
 from gpuyard.runtime.images import ImageStore
 from gpuyard.runtime.mps import MpsDaemons, mps_mounts
 from gpuyard.runtime.notify import NotifyListener
-from gpuyard.runtime.oci import build_config, cgroup_path, write_hosts_files
+from gpuyard.runtime.oci import CGROUP_PARENT, build_config, cgroup_path, write_hosts_files
 from gpuyard.runtime.ociruntime import OciRuntime, pick_runtime, starts_in_process
 from gpuyard.runtime.overlay import overlay_root
+from gpuyard.runtime.pidfence import try_fence_node_pids
 from gpuyard.runtime.procwait import wait_pid_ready
 from gpuyard.runtime.rootfs import HostRootfs, Rootfs, host_paths_from_env
 from gpuyard.runtime.taskdir import (
@@ -78,6 +79,8 @@ class ContainerRuntime:
         mps: MpsDaemons | None = None,
         fork_supervisors: bool = True,  # False: exec a Python per supervisor (the slow way)
         host_paths: tuple[str, ...] | None = None,  # more host paths tasks see (None: env)
+        cgroup_parent: str = CGROUP_PARENT,  # tasks' cgroups go under it (tests: another)
+        node_pids_limit: int | None = None,  # on the parent; None: capacity - reserve
     ) -> None:
         self.state_root = Path(state_root).resolve()
         self.mps = mps or MpsDaemons(self.state_root / "mps")  # shared GPUs' daemons
@@ -96,6 +99,8 @@ class ContainerRuntime:
             runtime, self._host_rootfs.prepare(), self.state_root / "probe"
         )
         self.name: str = self.rt.name
+        self.cgroup_parent = cgroup_parent
+        self.pid_fence = try_fence_node_pids(cgroup_parent, node_pids_limit)  # pidfence.py
         self._listener: NotifyListener | None = None
         self.images = ImageStore(self.state_root)
         self._zygote_lock = threading.Lock()
@@ -158,7 +163,7 @@ class ContainerRuntime:
         if launch.peers:  # a job's task: its hosts files, mounted by build_config
             write_hosts_files(td.path, launch)
         hosts = td.path if launch.peers else None
-        config = build_config(launch, rootfs, td.work, hosts, pinned)
+        config = build_config(launch, rootfs, td.work, hosts, pinned, self.cgroup_parent)
         driver = apply_gpu_setup(config, launch.gpus, self.gpu_setup, host_root=not launch.image)
         if launch.gpu_memory_mb:  # a shared GPU: its MPS daemon, pipe and log dirs
             config["mounts"] += mps_mounts(self.mps.acquire(launch))
@@ -168,7 +173,7 @@ class ContainerRuntime:
             {
                 "runtime": self.rt.to_json(),
                 "containerId": launch.key,
-                "cgroupPath": cgroup_path(launch.key),
+                "cgroupPath": cgroup_path(launch.key, self.cgroup_parent),
                 "memoryMb": launch.memory_mb,
                 "imageDigest": digest,
                 "overlay": digest is not None,

@@ -60,10 +60,12 @@ JOB_HOSTS_DIR = "gpuyard"  # in the task's state dir, mounted at /run/gpuyard: `
 ETC_HOSTS = "etc-hosts"  # in the task's state dir: the container's /etc/hosts
 LOCALHOST_LINES = "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
 READONLY_PATHS = ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"]
+CGROUP_PARENT = "/gpuyard"  # every task's cgroup is `/gpuyard/<key>`
 
 
-def cgroup_path(key: str) -> str:
-    return f"/gpuyard/{key}"
+def cgroup_path(key: str, parent: str = CGROUP_PARENT) -> str:
+    """The task's cgroup: under gpuyard's parent, whose pids.max fences the node (`pidfence`)."""
+    return f"{parent}/{key}"
 
 
 def hostname(role: str, index: int) -> str:
@@ -209,6 +211,7 @@ def build_config(
     work_dir: Path,
     hosts_dir: Path | None = None,
     pinned: Mapping[str, str] | None = None,
+    cgroup_parent: str = CGROUP_PARENT,
 ) -> dict[str, Any]:
     """The whole config.json for `launch`, rooted at `rootfs`; with the hosts files that
     `write_hosts_files` wrote into `hosts_dir`, if given, and the host dirs pinned for it."""
@@ -224,7 +227,7 @@ def build_config(
         "mounts": mounts,
         "linux": {
             "resources": resources(launch),
-            "cgroupsPath": cgroup_path(launch.key),
+            "cgroupsPath": cgroup_path(launch.key, cgroup_parent),
             "namespaces": [{"type": t} for t in ("pid", "ipc", "uts", "mount")],
             "maskedPaths": [*MASKED_PATHS, *rootfs.masked],
             "readonlyPaths": list(READONLY_PATHS),

@@ -1,0 +1,104 @@
+"""Fences (issue 15, item 5): what one tenant's tasks can take of a node, together.
+
+Found: no pids limit above the tasks (two tasks reached 25 % of the host's `pid_max`). Now the
+node's runtime puts a pids limit on gpuyard's parent cgroup when it starts: a fork bomb stops
+there (EAGAIN) while the host still forks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shlex
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gpuyard.runtime.cgroups import CGROUP_ROOT, is_v2, pids_current, pids_max, v1_mounts
+from gpuyard.runtime.executor import ContainerRuntime
+from gpuyard.runtime.pidfence import default_limit, node_capacity, reserve
+from runtime.conftest import container_host, make_launch, runtime  # noqa: F401 - fixtures
+from runtime.helpers import MakeLaunch, wait_exited, wait_for
+
+pytestmark = pytest.mark.container
+
+NODE_LIMIT = 64
+BOMB = r"""
+import errno, os, sys, time
+n = 0
+try:
+    while n < 5000:
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        n += 1
+    outcome = "never stopped"
+except OSError as e:
+    outcome = errno.errorcode[e.errno]
+print(f"forked {n} then {outcome}", flush=True)
+open(os.environ["HOME"] + "/held", "w").close()
+time.sleep(float(sys.argv[1]))
+"""
+
+
+def remove_cgroup(path: str) -> None:
+    """rmdir `path` in every hierarchy (the runtimes made it where they made the tasks')."""
+    roots = {CGROUP_ROOT} if is_v2() else {*v1_mounts().values(), CGROUP_ROOT / "unified"}
+    for root in roots:
+        with contextlib.suppress(OSError):
+            (root / path.strip("/")).rmdir()
+
+
+@pytest.fixture(params=["crun", "runc"])
+def fenced(
+    request: pytest.FixtureRequest,
+    container_host: None,  # noqa: F811
+    tmp_path: Path,
+) -> Iterator[ContainerRuntime]:
+    """A runtime whose tasks go under a parent cgroup of their own, fenced at NODE_LIMIT."""
+    parent = f"/gpuyard-test-{uuid.uuid4().hex[:8]}"
+    rt = ContainerRuntime(
+        tmp_path / "state", runtime=request.param, cgroup_parent=parent, node_pids_limit=NODE_LIMIT
+    )
+    yield rt
+    leftover = rt.keys()
+    for key in leftover:
+        rt.stop(key, 0)
+        wait_exited(rt, key)
+    rt.close()
+    remove_cgroup(parent)
+
+
+def test_fork_bomb_stops_at_the_node_limit_and_the_host_still_forks(
+    fenced: ContainerRuntime,
+    make_launch: MakeLaunch,  # noqa: F811
+) -> None:
+    assert fenced.pid_fence is not None and fenced.pid_fence.limit == NODE_LIMIT
+    assert pids_max(fenced.cgroup_parent) == NODE_LIMIT
+    command = f"/usr/bin/python3 -c {shlex.quote(BOMB)} 4"
+    launch = make_launch(command, data_dir=None, output_dir=None, pids_limit=4096)
+    fenced.start(launch)
+    held = fenced.task_dir(launch.key).work / "held"
+    wait_for("the bomb to hold what it got", held.exists)
+    current = pids_current(fenced.cgroup_parent)
+    assert current is not None and current <= NODE_LIMIT  # the task's own 4096 never reached
+    assert subprocess.run(["true"], check=False, timeout=10).returncode == 0  # the host still forks
+    wait_exited(fenced, launch.key)
+    line = fenced.read_log(launch.key).decode().strip().splitlines()[-1]
+    forked = int(line.split()[1])
+    assert line.endswith("then EAGAIN") and NODE_LIMIT - 8 <= forked < NODE_LIMIT, line
+
+
+def test_gpuyard_parent_is_fenced_at_capacity_minus_reserve(
+    runtime: ContainerRuntime,  # noqa: F811
+) -> None:
+    """The real node: `/gpuyard` gets min(pid_max, threads-max) minus max(10 %, 4096)."""
+    capacity = node_capacity()
+    assert default_limit() == capacity - reserve(capacity)
+    assert reserve(capacity) >= min(4096, capacity - 1)
+    assert runtime.pid_fence is not None, "no pids limit was set on /gpuyard"
+    assert pids_max("/gpuyard") == default_limit()
+    assert json.dumps(runtime.pid_fence.limit) == str(default_limit())
