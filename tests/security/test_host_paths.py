@@ -134,3 +134,19 @@ def test_a_start_failure_the_spec_causes_is_invalid_and_never_retried(server, ki
         out = locked / "x"
     job_ = refused_at_launch(server, server.submit(job(kind, "true", outputDir=out)))
     assert len(job_["events"]) <= 4, job_["events"]
+
+
+def test_the_tasks_of_a_job_make_a_missing_output_dir_together(server):
+    """Four tasks racing to create the same missing outputDir all start (one used to fail with
+    EEXIST, ending the attempt while the other tasks' user code still ran)."""
+    out = server.storage / "race" / "a" / "b"
+    spec = job("race", "touch /output/$GPUYARD_TASK_INDEX", outputDir=out).replace(
+        "  main:\n", "  main:\n    taskNumber: 4\n    cpuNumber: 0.25\n    memoryMB: 64\n"
+    )
+    for _ in range(3):
+        done = server.wait(server.submit(spec))
+        assert done["state"] == "SUCCEEDED" and done["attempt"] == 1, done["events"]
+        assert sorted(p.name for p in out.iterdir()) == ["0", "1", "2", "3"]
+        for p in out.iterdir():
+            p.unlink()
+        (server.storage / "race").rename(server.storage / f"race-{done['id']}")
