@@ -49,6 +49,7 @@ from gpuyard.runtime.ociruntime import OciRuntime, pick_runtime, starts_in_proce
 from gpuyard.runtime.overlay import overlay_root
 from gpuyard.runtime.pidfence import try_fence_node_pids
 from gpuyard.runtime.procwait import wait_pid_ready
+from gpuyard.runtime.pullwait import WaitingTasks
 from gpuyard.runtime.rootfs import HostRootfs, Rootfs, host_paths_from_env
 from gpuyard.runtime.taskdir import (
     TaskDir,
@@ -103,6 +104,9 @@ class ContainerRuntime:
         self.pid_fence = try_fence_node_pids(cgroup_parent, node_pids_limit)  # pidfence.py
         self._listener: NotifyListener | None = None
         self.images = ImageStore(self.state_root)
+        self.waiting = WaitingTasks(  # tasks waiting for their image: pullwait.py
+            self.tasks_dir, self.images, lambda td, launch: self._launch(td, launch, undo=False)
+        )
         self._zygote_lock = threading.Lock()
         self._fork_supervisors = fork_supervisors
         self._zygote: Zygote | None = self._start_zygote() if fork_supervisors else None
@@ -110,6 +114,9 @@ class ContainerRuntime:
         swept = sweep_stale_mounts(self.tasks_dir, self._live_keys())
         if swept:
             log.info("unmounted %d overlay roots of tasks that are no longer live", len(swept))
+        resumed = self.waiting.resume()  # tasks that waited for their image when a server died
+        if resumed:
+            log.info("%d tasks wait for their image again", resumed)
 
     def _start_zygote(self) -> Zygote | None:
         """The supervisor forker, started now so that it is warm by the first task."""
@@ -191,26 +198,42 @@ class ContainerRuntime:
         return config
 
     def start(self, launch: TaskLaunch) -> None:
-        """Write the task dir and bundle, spawn the supervisor; does not wait for the task."""
+        """Write the task dir and bundle, spawn the supervisor; does not wait for the task.
+
+        An image that is not ready (not pulled, or not unpacked) is fetched in the background:
+        the task waits for it STARTING (`pullwait.py`) and `start` returns at once.
+        """
         try:
             td = self.task_dir(launch.key)
         except ValueError as e:
             raise RuntimeStartError(str(e)) from e
         self._check(launch)
+        fetch = self.images.fetch_needed(launch.image) if launch.image else None
         try:
             td.path.mkdir()  # claims the key, also against a concurrent start
         except FileExistsError:
             raise RuntimeStartError(f"task {launch.key} already exists on this node") from None
+        if fetch is None:
+            self._launch(td, launch)
+            return
         try:
-            self._write_task(td, launch)
-        except RuntimeStartError:
-            _discard(td)
-            raise
-        except ValueError as e:  # the launch's own content (env, capabilities) is wrong
-            _discard(td)
-            raise LaunchInvalid(f"cannot prepare task {launch.key}: {e}") from e
+            self.waiting.defer(td, launch, "pulling" if fetch == "pull" else "unpacking")
         except OSError as e:
             _discard(td)
+            raise RuntimeStartError(f"cannot prepare task {launch.key}: {e}") from e
+
+    def _launch(self, td: TaskDir, launch: TaskLaunch, undo: bool = True) -> None:
+        """Prepare the claimed task dir and spawn its supervisor (`start`, or once its image is
+        here: `undo` False keeps a dir that failed to prepare, for its `exit.json`)."""
+        try:
+            self._write_task(td, launch)
+        except (RuntimeStartError, ValueError, OSError) as e:
+            if undo:
+                _discard(td)
+            if isinstance(e, RuntimeStartError):
+                raise
+            if isinstance(e, ValueError):  # the launch's own content (env, capabilities)
+                raise LaunchInvalid(f"cannot prepare task {launch.key}: {e}") from e
             raise RuntimeStartError(f"cannot prepare task {launch.key}: {e}") from e
         self._spawn(td)
 
@@ -289,6 +312,9 @@ class ContainerRuntime:
         exit_ = td.read_exit()
         if exit_ is None:
             alive = self._supervisor_alive(td)
+            detail = self.waiting.detail(td) if alive is None else None
+            if detail is not None:  # waits for its image
+                return TaskStatus(key, TaskPhase.STARTING, detail=detail)
             if alive or (alive is None and not self._spawn_lost(td)):
                 phase = TaskPhase.RUNNING if td.started.exists() else TaskPhase.STARTING
                 return TaskStatus(key, phase, td.started_at())
@@ -349,6 +375,7 @@ class ContainerRuntime:
             )
 
     def close(self) -> None:
+        self.waiting.close()
         if self._listener is not None:
             self._listener.close()
             self._listener = None
@@ -370,7 +397,7 @@ class ContainerRuntime:
     def stop(self, key: str, grace_s: float) -> None:
         """Ask the supervisor to SIGTERM the task, then SIGKILL it after `grace_s`."""
         td = self.task_dir(key)
-        if not td.path.is_dir() or td.exit_file.exists():
+        if not td.path.is_dir() or td.exit_file.exists() or self.waiting.cancel(td):
             return
         grace = max(0.0, float(grace_s))
         earlier = td.stop_grace()
@@ -391,7 +418,7 @@ class ContainerRuntime:
         if not td.path.exists():
             self.mps.release(key)  # a start that failed after taking its MPS daemon
             return
-        if not td.exit_file.exists() and self._supervisor_alive(td):
+        if not td.exit_file.exists() and (self._supervisor_alive(td) or self.waiting.waits(td)):
             raise TaskStillRunning(f"task {key} is still running; stop it first")
         self.mps.release(key)
         self._force_delete(td)

@@ -7,6 +7,7 @@
                          "sizes": {digest: unpacked bytes}}
     locks/              flock files: `index` (short), `layout` (shared to unpack, exclusive to
                         write), `<hex>` (one unpack per digest, even across processes)
+    tmp/                unpacks in progress; `pull-*/`: a pull's own layout until it is merged
 
 An image is unpacked once, on first use; every later task mounts an overlay over it. A task
 uses its image while its task dir exists (`task.json` names the digest); such an image is never
@@ -37,6 +38,7 @@ from gpuyard.runtime.taskdir import read_json, write_json
 GB = 1 << 30
 DEFAULT_BUDGET_GB = 50.0
 RECENT_USE_S = 120.0  # an image resolved this recently is in use (its task dir is being made)
+STALE_PULL_S = 86400.0  # a pull's staging layout this old was left by a crash
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}")
 
 
@@ -80,7 +82,11 @@ class ImageStore:
     """Images of this node: import, pull, resolve for a task (unpack once), list, remove, GC."""
 
     def __init__(
-        self, state_root: Path, budget_gb: float | None = None, pull: bool | None = None
+        self,
+        state_root: Path,
+        budget_gb: float | None = None,
+        pull: bool | None = None,
+        insecure_registries: tuple[str, ...] | None = None,  # None: $GPUYARD_INSECURE_REGISTRIES
     ) -> None:
         self.root = Path(state_root) / "images"
         self.tasks_dir = Path(state_root) / "tasks"
@@ -93,10 +99,15 @@ class ImageStore:
         self.pull_missing = (
             pull if pull is not None else os.environ.get("GPUYARD_IMAGE_PULL", "missing") != "never"
         )
+        if insecure_registries is None:
+            listed = os.environ.get("GPUYARD_INSECURE_REGISTRIES", "").split(",")
+            insecure_registries = tuple(h.strip() for h in listed if h.strip())
+        self.insecure_registries = frozenset(insecure_registries)
         self.recent_use_s = RECENT_USE_S
         self._configs: dict[tuple[str, Path], ImageConfig] = {}
         for d in (self.unpacked_dir, self.locks, self.root / "tmp"):
             d.mkdir(parents=True, exist_ok=True)
+        _sweep_stale_pulls(self.root / "tmp")
 
     # --- locks and the index ----------------------------------------------------------------
 
@@ -157,15 +168,27 @@ class ImageStore:
         return info
 
     def pull(self, ref: str, timeout_s: float = tools.TOOL_TIMEOUT_S) -> ImageInfo:
-        """`skopeo copy docker://REF`; ImageError with skopeo's cause when no registry answers."""
+        """`skopeo copy docker://REF`; ImageError with skopeo's cause when no registry answers.
+
+        The copy from the registry goes to a layout of its own under `tmp/`, without any lock
+        (a slow or hung registry holds up no other pull, import or unpack); only the merge into
+        the store's layout (hard links and a local copy of the manifest) takes its lock.
+        """
         name = normalize(ref)
-        with self._lock("layout"):
-            tools.init_layout(self.layout)
+        staging = self.root / "tmp" / f"pull-{uuid.uuid4().hex[:12]}"
+        try:
+            tools.init_layout(staging)
             try:
-                tools.skopeo_copy(f"docker://{name}", f"oci:{self.layout}:{_ref(name)}", timeout_s)
+                tools.skopeo_copy(f"docker://{name}", f"oci:{staging}:{_ref(name)}", timeout_s,
+                                  tls_verify=_registry(name) not in self.insecure_registries)
             except ImageError as e:
                 raise ImageError(f"cannot pull {name} from its registry: {e}") from e
-            info = self._record(name, _ref(name), f"docker://{name}")
+            with self._lock("layout"):
+                tools.init_layout(self.layout)
+                tools.merge_layout(staging, self.layout, _ref(name))
+                info = self._record(name, _ref(name), f"docker://{name}")
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
         self.gc()
         return info
 
@@ -185,12 +208,25 @@ class ImageStore:
 
     # --- using images -----------------------------------------------------------------------
 
-    def resolve(self, ref: str) -> ResolvedImage:
+    def fetch_needed(self, ref: str) -> str | None:
+        """None when a task can mount `ref` now; else what must come first, `pull` or
+        `unpack` (`resolve` does it: slow, so not on a start's path). ImageError if it never
+        can: a bad reference, or an image missing while pulling is off."""
+        name = normalize(ref)
+        entry = self._read_index()["images"].get(name)
+        if entry is None:
+            if not self.pull_missing:
+                self._fetch_missing(ref, name)  # raises: pulling is off
+            return "pull"
+        unpacked = self.unpacked_dir / entry["digest"].partition(":")[2] / "image.json"
+        return None if unpacked.exists() else "unpack"
+
+    def resolve(self, ref: str, pull_timeout_s: float = tools.TOOL_TIMEOUT_S) -> ResolvedImage:
         """The image for a task: pulled if missing (unless pulling is off), unpacked once."""
         name = normalize(ref)
         entry = self._read_index()["images"].get(name)
         if entry is None:
-            entry = self._fetch_missing(ref, name)
+            entry = self._fetch_missing(ref, name, pull_timeout_s)
         bundle = self._unpacked(entry["digest"], entry["ref"])
         if time.time() - entry["lastUsed"] > self.recent_use_s / 4:  # LRU needs no finer clock
             with self._index() as index:
@@ -207,14 +243,16 @@ class ImageStore:
                                              bundle / "rootfs")
         return self._configs[key]
 
-    def _fetch_missing(self, ref: str, name: str) -> dict[str, Any]:
+    def _fetch_missing(
+        self, ref: str, name: str, timeout_s: float = tools.TOOL_TIMEOUT_S
+    ) -> dict[str, Any]:
         if not self.pull_missing:
             raise ImageError(
                 f"image {ref!r} is not on this node (pulling is off: import it with "
                 "`gpuyard image import FILE --name NAME:TAG`)"
             )
         try:
-            self.pull(name)
+            self.pull(name, timeout_s)
         except ImageError as e:
             raise ImageError(f"image {ref!r} is not on this node and could not be pulled: {e}"
                              ) from e
@@ -316,6 +354,21 @@ class ImageStore:
             if removed:
                 tools.collect_garbage(self.layout)
         return removed
+
+
+def _sweep_stale_pulls(tmp: Path) -> None:
+    """Delete the layouts of pulls that a crash left behind (none lasts a day)."""
+    cutoff = time.time() - STALE_PULL_S
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(tmp):
+            if entry.name.startswith("pull-") and entry.stat().st_mtime < cutoff:
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _registry(name: str) -> str:
+    """The registry host[:port] of a name (`docker.io` for a name without one, as skopeo)."""
+    first, _, rest = name.partition("/")
+    return first if rest and ("." in first or ":" in first or first == "localhost") else "docker.io"
 
 
 def _ref(name: str) -> str:

@@ -7,7 +7,9 @@ names the tool and ends with its own error line.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -33,6 +35,7 @@ def tool(name: str) -> str:
 
 def run_tool(args: list[str], timeout: float = TOOL_TIMEOUT_S) -> str:
     """Run a tool; its stdout, or ImageError with the last line it wrote to stderr."""
+    verb = next((a for a in args[1:] if not a.startswith("-")), "")  # `copy`, `unpack`
     try:
         done = subprocess.run(
             [tool(args[0]), *args[1:]],
@@ -42,19 +45,42 @@ def run_tool(args: list[str], timeout: float = TOOL_TIMEOUT_S) -> str:
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise ImageError(f"{args[0]} {args[1]} timed out after {timeout:g}s") from None
+        raise ImageError(f"{args[0]} {verb} timed out after {timeout:g}s") from None
     if done.returncode != 0:
         lines = done.stderr.decode(errors="replace").strip().splitlines() or ["(no output)"]
         message = re.search(r'msg="(.*)"', lines[-1])  # skopeo's logrus line
         cause = message[1].replace('\\"', '"') if message else lines[-1]
-        raise ImageError(f"{args[0]} {args[1]} failed: {cause}")
+        raise ImageError(f"{args[0]} {verb} failed: {cause}")
     return done.stdout.decode(errors="replace")
 
 
-def skopeo_copy(source: str, destination: str, timeout: float = TOOL_TIMEOUT_S) -> None:
-    """`skopeo copy SOURCE DESTINATION` (transport:reference on both sides)."""
+def skopeo_copy(
+    source: str, destination: str, timeout: float = TOOL_TIMEOUT_S, tls_verify: bool = True
+) -> None:
+    """`skopeo copy SOURCE DESTINATION` (transport:reference on both sides).
+
+    skopeo gets the timeout too (`--command-timeout`), so that one left behind by a server
+    killed mid-pull ends by itself; `tls_verify=False` lets a `docker://` source be an
+    insecure (plain HTTP or self-signed) registry.
+    """
     policy = [] if POLICY.exists() else ["--insecure-policy"]
-    run_tool(["skopeo", *policy, "copy", "--quiet", source, destination], timeout)
+    limit = [f"--command-timeout={max(1, int(timeout))}s"]
+    tls = [] if tls_verify else ["--src-tls-verify=false"]
+    args = ["skopeo", *policy, *limit, "copy", "--quiet", *tls, source, destination]
+    run_tool(args, timeout + 5)
+
+
+def merge_layout(staging: Path, layout: Path, ref: str) -> None:
+    """Add image `ref` of the layout `staging` to `layout`: its blobs hard-linked (no copy
+    when both are on one filesystem), then `skopeo copy`, which finds every blob there."""
+    source = staging / "blobs"
+    for blob_file in source.rglob("*"):
+        target = layout / "blobs" / blob_file.relative_to(source)
+        if blob_file.is_file() and not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(OSError):  # another filesystem: skopeo copies it
+                os.link(blob_file, target)
+    skopeo_copy(f"oci:{staging}:{ref}", f"oci:{layout}:{ref}")
 
 
 def umoci(*args: str) -> str:

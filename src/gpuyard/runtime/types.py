@@ -79,3 +79,4 @@ class TaskStatus:
     phase: TaskPhase
     started_at: float | None = None
     exit: TaskExit | None = None
+    detail: str | None = None  # STARTING: what the start waits for ("pulling image X ...")
