@@ -22,6 +22,7 @@ class FakeEngine:
         self.released: list[str] = []
         self.node_of: dict[str, str] = {}
         self.logs: dict[str, bytes] = {}  # canned task logs, by task key
+        self.dropped: dict[str, int] = {}  # bytes each canned log dropped (its cap)
         self.start_error: Exception | None = None  # raised by every start() while set
         self.now = now
 
@@ -66,6 +67,10 @@ class FakeEngine:
     def read_log(self, node: str, key: str, offset: int, limit: int) -> bytes:
         self._reachable(node)
         return self.logs.get(key, b"")[offset : offset + limit]
+
+    def log_dropped(self, node: str, key: str) -> int:
+        self._reachable(node)
+        return self.dropped.get(key, 0)
 
     def log_size(self, node: str, key: str) -> int:
         self._reachable(node)

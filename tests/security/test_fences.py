@@ -3,6 +3,10 @@
 Found: no pids limit above the tasks (two tasks reached 25 % of the host's `pid_max`). Now the
 node's runtime puts a pids limit on gpuyard's parent cgroup when it starts: a fork bomb stops
 there (EAGAIN) while the host still forks.
+
+Found: no disk limits (a task's log grew 12 GB in 30 s). Now a task's log keeps its head and
+tail within its tenant's cap (`logLimitMB`), with a marker where bytes were dropped, and the
+log API (`X-Log-Truncated`, `X-Log-Dropped-Bytes`) and the portal say it was truncated.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from gpuyard.runtime.cgroups import CGROUP_ROOT, is_v2, pids_current, pids_max, v1_mounts
@@ -102,3 +107,56 @@ def test_gpuyard_parent_is_fenced_at_capacity_minus_reserve(
     assert runtime.pid_fence is not None, "no pids limit was set on /gpuyard"
     assert pids_max("/gpuyard") == default_limit()
     assert json.dumps(runtime.pid_fence.limit) == str(default_limit())
+
+
+PRINTED = 3_000_000  # `seq 1 N; echo LAST`: about 21 MB of output, in about a second
+LOG_CAP = 1 << 20
+
+
+def printed_bytes(n: int = PRINTED) -> int:
+    digits = sum((min(n, 10**d - 1) - 10 ** (d - 1) + 1) * (d + 1) for d in range(1, 8))
+    return digits + len("LAST\n")
+
+
+def check_capped(log: bytes, dropped: int) -> None:
+    """Within the cap, its head and its tail kept, the marker between, every byte counted."""
+    assert 0 < len(log) <= LOG_CAP
+    assert log.startswith(b"1\n2\n3\n") and log.endswith(f"\n{PRINTED}\nLAST\n".encode())
+    assert f"[gpuyard: {dropped} bytes of this task's output were dropped here".encode() in log
+    marker_block = 4096
+    assert len(log) - marker_block + dropped == printed_bytes()
+
+
+def test_a_task_printing_without_end_keeps_head_and_tail_within_its_cap(
+    runtime: ContainerRuntime,  # noqa: F811
+    make_launch: MakeLaunch,  # noqa: F811
+) -> None:
+    launch = make_launch(f"seq 1 {PRINTED}; echo LAST", log_limit_mb=1)
+    runtime.start(launch)
+    exit_ = wait_exited(runtime, launch.key, 60)
+    assert exit_.reason == "Completed", exit_.message
+    dropped = runtime.log_dropped(launch.key)
+    check_capped(runtime.read_log(launch.key, 0, 2 * LOG_CAP), dropped)
+    runtime.remove(launch.key)  # archived: still capped, still says so
+    assert runtime.log_dropped(launch.key) == dropped
+    check_capped(runtime.read_log(launch.key, 0, 2 * LOG_CAP), dropped)
+
+
+def test_log_api_and_portal_say_truncated(server) -> None:
+    r = server.http.patch("/api/v1/tenants/default", json={"logLimitMB": 1})
+    assert r.status_code == 200 and r.json()["logLimitMB"] == 1, r.text
+    spec = f"name: flood\ntaskRoles:\n  main:\n    command: seq 1 {PRINTED}; echo LAST\n"
+    small = server.submit("name: small\ntaskRoles:\n  main:\n    command: echo hi\n")
+    flood = server.submit(spec)
+    assert server.wait(flood)["state"] == "SUCCEEDED"
+    assert server.wait(small)["state"] == "SUCCEEDED"
+    r = server.http.get(f"/api/v1/jobs/{flood}/logs")
+    assert r.status_code == 200 and r.headers["X-Log-Truncated"] == "true", r.headers
+    dropped = int(r.headers["X-Log-Dropped-Bytes"])
+    check_capped(r.content, dropped)
+    r = server.http.get(f"/api/v1/jobs/{small}/logs")
+    assert r.headers["X-Log-Truncated"] == "false" and r.headers["X-Log-Dropped-Bytes"] == "0"
+    with httpx.Client(base_url=server.url, cookies={"gpuyard_session": server.token}) as portal:
+        page = portal.get(f"/jobs/{flood}/log")
+    assert page.status_code == 200 and "truncated" in page.text, page.text[:500]
+    assert f"{dropped} bytes dropped" in page.text

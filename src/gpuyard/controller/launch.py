@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from gpuyard.model import Node, Tenant
 from gpuyard.runtime.env import MASTER_PORT_LABEL
+from gpuyard.runtime.logcap import DEFAULT_LIMIT_MB
 from gpuyard.runtime.types import TaskLaunch, TaskPeer
 from gpuyard.spec import JobSpec, reveal
 from gpuyard.store import JobRecord, PortRequest, Store, TaskPorts, TaskRecord
@@ -106,4 +107,5 @@ def build_launch(
         peers=peers,
         storage_roots=tenant.storage_roots if tenant is not None else (),
         seccomp=str(tenant.seccomp) if tenant is not None else "default",
+        log_limit_mb=tenant.log_limit_mb if tenant is not None else DEFAULT_LIMIT_MB,
     )

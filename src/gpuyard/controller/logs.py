@@ -31,6 +31,14 @@ class TaskLogs:
         except (NodeUnavailable, AgentUnreachable) as e:
             raise LogUnavailable(_reason(task, e)) from e
 
+    def dropped(self, task: TaskRecord) -> int:
+        """Bytes the task's log dropped to stay within its cap (runtime/logcap.py); 0 where
+        it is whole, or cannot be asked now (a read of the log then says why)."""
+        try:
+            return self._engine.log_dropped(task.node, task.key)
+        except (NodeUnavailable, AgentUnreachable):
+            return 0
+
     def tail(self, task: TaskRecord, lines: int) -> str:
         try:
             return self._engine.tail_log(task.node, task.key, lines)

@@ -54,6 +54,9 @@ class NodeAgent:
     def tail_log(self, key: str, lines: int) -> str:
         return self._runtime.tail_log(key, lines)
 
+    def log_dropped(self, key: str) -> int:
+        return self._runtime.log_dropped(key)
+
     def log_size(self, key: str) -> int:
         return self._runtime.log_size(key)
 

@@ -36,6 +36,10 @@ class Engine(Protocol):
 
     def tail_log(self, node: str, key: str, lines: int) -> str: ...
 
+    def log_dropped(self, node: str, key: str) -> int:
+        """How many bytes the log dropped from its middle to stay within its cap (0: whole)."""
+        ...
+
     def log_size(self, node: str, key: str) -> int:
         """The log's length in bytes, so that a follow after a tail starts at its end."""
         ...

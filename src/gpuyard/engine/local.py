@@ -45,6 +45,9 @@ class LocalEngine:
     def tail_log(self, node: str, key: str, lines: int) -> str:
         return self._on(node).tail_log(key, lines)
 
+    def log_dropped(self, node: str, key: str) -> int:
+        return self._on(node).log_dropped(key)
+
     def log_size(self, node: str, key: str) -> int:
         return self._on(node).log_size(key)
 

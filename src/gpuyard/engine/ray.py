@@ -283,6 +283,9 @@ class RayEngine:
     def tail_log(self, node: str, key: str, lines: int) -> str:
         return self._call(node, "tail_log", key, lines)
 
+    def log_dropped(self, node: str, key: str) -> int:
+        return self._call(node, "log_dropped", key)
+
     def log_size(self, node: str, key: str) -> int:
         return self._call(node, "log_size", key)
 

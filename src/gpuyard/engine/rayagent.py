@@ -76,6 +76,9 @@ class AgentActor:
     def tail_log(self, key: str, lines: int) -> str:
         return self._agent.tail_log(key, lines)
 
+    def log_dropped(self, key: str) -> int:
+        return self._agent.log_dropped(key)
+
     def log_size(self, key: str) -> int:
         return self._agent.log_size(key)
 

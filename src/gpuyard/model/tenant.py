@@ -95,6 +95,7 @@ class Tenant(Value):
     storage_roots: tuple[str, ...] = field(default=())  # where dataDir/outputDir may point
     allow_root: bool = False  # may tasks run as root inside the container?
     seccomp: SeccompMode = SeccompMode.DEFAULT  # the tasks' syscall filter (admins set it)
+    log_limit_mb: int = 100  # each task's log keeps its head and tail within this (MiB)
     # the host uid and gid of the tenant's tasks and of the storage roots the platform makes
     # for it; assigned by the store at creation (`tenant_uid`), never chosen by a caller
     uid: int | None = None

@@ -42,6 +42,7 @@ from gpuyard.runtime.hostdirs import (
     sweep_stale_mounts,
 )
 from gpuyard.runtime.images import ImageStore
+from gpuyard.runtime.logcap import MIB, dropped_bytes, dropped_file
 from gpuyard.runtime.mps import MpsDaemons, mps_mounts
 from gpuyard.runtime.notify import NotifyListener
 from gpuyard.runtime.oci import CGROUP_PARENT, build_config, cgroup_path, write_hosts_files
@@ -186,6 +187,7 @@ class ContainerRuntime:
                 "overlay": digest is not None,
                 "gpuDriver": driver,
                 "startInProcess": starts_in_process(self.rt, config),
+                "logLimitBytes": launch.log_limit_mb * MIB,
             },
         )
         write_json(td.config, config)
@@ -423,8 +425,11 @@ class ContainerRuntime:
         self.mps.release(key)
         self._force_delete(td)
         release_task_mounts(td.path)
+        archived = self.logs_dir / f"{key}.log"
         with contextlib.suppress(FileNotFoundError):
-            os.replace(td.log, self.logs_dir / f"{key}.log")
+            os.replace(td.log, archived)
+        with contextlib.suppress(FileNotFoundError):  # how much it dropped, if it did
+            os.replace(dropped_file(td.log), dropped_file(archived))
         remove_unmounted(td.path)
 
     def prune_logs(self, older_than_s: float) -> int:
@@ -454,6 +459,10 @@ class ContainerRuntime:
                 return f.read(limit)
         except FileNotFoundError:
             return b""
+
+    def log_dropped(self, key: str) -> int:
+        """How many bytes of output the log dropped from its middle (0: it is whole)."""
+        return dropped_bytes(self.log_path(key))
 
     def log_size(self, key: str) -> int:
         """The log's length in bytes (0 if there is none yet): where a follow starts."""

@@ -61,6 +61,7 @@ from gpuyard.runtime.exits import (
     with_log,
 )
 from gpuyard.runtime.hostdirs import release_pins, release_task_mounts
+from gpuyard.runtime.logcap import DEFAULT_LIMIT_MB, MIB, CappedLog, LogPump
 from gpuyard.runtime.ociruntime import OciRuntime, release_exec_fifo
 from gpuyard.runtime.procwait import run_exact
 from gpuyard.runtime.taskdir import TaskDir, process_starttime, read_json, write_json
@@ -70,6 +71,7 @@ PR_SET_CHILD_SUBREAPER = 36
 DEFAULT_GRACE_S = 10.0  # a SIGTERM without stop.json (e.g. the node shutting down)
 RT_TIMEOUT_S = 60.0
 KILL_WAIT_S = 10.0
+DRAIN_S = 5.0  # after the init's exit, for the rest of its output
 POLL_S = 1.0
 
 
@@ -123,6 +125,8 @@ class Supervisor:
         self.memory_mb = int(spec.get("memoryMb") or 0)
         self.overlay = bool(spec.get("overlay"))
         self.start_in_process = bool(spec.get("startInProcess"))
+        self.log_limit = int(spec.get("logLimitBytes") or DEFAULT_LIMIT_MB * MIB)
+        self.pump: LogPump | None = None  # the container's output → the capped log
         self.stop_requested = False
         self.term_at: float | None = None  # monotonic time SIGTERM was sent
         self.kill_at: float | None = None  # monotonic time SIGKILL was sent
@@ -218,13 +222,26 @@ class Supervisor:
         try:
             while True:
                 timeout = self._escalate(init_pid)
-                ready, _, _ = select.select([pidfd, self.stop.wake_r], [], [], timeout)
+                watched = [pidfd, self.stop.wake_r, *self._pump_fds()]
+                ready, _, _ = select.select(watched, [], [], timeout)
                 self.stop.drain()
+                if self.pump is not None and self.pump.read_end in ready:
+                    self.pump.pump_ready()
                 if pidfd in ready:
                     break
         finally:
             os.close(pidfd)
         return os.waitpid(init_pid, 0)[1]
+
+    def _pump_fds(self) -> list[int]:
+        return self.pump.fds() if self.pump is not None else []
+
+    def _end_pump(self, timeout_s: float) -> None:
+        """The rest of the output into the log (the container's writers end with it)."""
+        if self.pump is not None:
+            self.pump.drain(timeout_s)
+            self.pump.close()
+            self.pump = None
 
     def _escalate(self, init_pid: int) -> float:
         """Act on a stop request (TERM, then KILL after the grace); seconds to the next check."""
@@ -289,7 +306,8 @@ class Supervisor:
 
     def launch(self) -> int | None:
         """Create and start the container; its init pid, or None if it ended another way."""
-        log_fd = os.open(self.td.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.pump = LogPump(CappedLog(self.td.log, self.log_limit))  # logcap.py
+        log_fd = self.pump.write_end
         init_pid = None
         try:
             init_pid = self.create(log_fd)
@@ -303,13 +321,15 @@ class Supervisor:
             self.finish_launch_failed(str(e))
             return None
         finally:
-            os.close(log_fd)
+            if self.pump is not None:  # None: ended by _abort
+                self.pump.close_write_end()
         self.td.mark_started(time.time())
         say(f"container {self.cid} started {how}, init pid {init_pid}")
         return init_pid
 
     def _abort(self, init_pid: int | None) -> None:
         self.delete()
+        self._end_pump(0)
         if init_pid is not None:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(init_pid, 0)
@@ -323,6 +343,7 @@ class Supervisor:
         status = self.wait(init_pid)
         oom_kills = oom_kill_count(self.cgroup)
         self.delete()
+        self._end_pump(DRAIN_S)
         self.reap_orphans()
         self.finish_exited(status, oom_kills)
 

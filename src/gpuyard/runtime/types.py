@@ -53,6 +53,7 @@ class TaskLaunch:
     peers: tuple[TaskPeer, ...] = ()  # every task of the attempt in rank order, this one too
     # the syscall filter: "default" (Docker's profile, runtime/seccomp.py) or "unconfined"
     seccomp: str = "default"
+    log_limit_mb: int = 100  # the log keeps its head and tail within this (runtime/logcap.py)
     # the tenant's storage roots: data_dir and output_dir are walked beneath one at launch
     storage_roots: tuple[str, ...] = ()
 

@@ -29,6 +29,8 @@ router = APIRouter(
 )
 
 MAX_SPEC_BYTES = 1 << 20
+LOG_TRUNCATED = "X-Log-Truncated"  # true: the log's cap dropped its middle
+LOG_DROPPED = "X-Log-Dropped-Bytes"  # how many bytes it dropped
 #: a job state as `?state=` takes it, either case (an unknown one is a 422, not an empty list)
 StateName = Literal[
     "QUEUED", "SCHEDULED", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED",
@@ -109,10 +111,12 @@ def job_logs(
     follow: bool = False,
 ) -> StreamingResponse:
     """A task's stdout and stderr; `follow=true` streams until the task ends (429 beyond the
-    follows one user may have open at once)."""
+    follows one user may have open at once). A log over its cap keeps its head and tail:
+    `X-Log-Truncated: true` and `X-Log-Dropped-Bytes` say so (and a marker line where)."""
     job = svc.get_job(ctl, job_id)
     authorize_job(caller, job, JobAction.LOGS)
     chosen = svc.pick_task(ctl, job, task, attempt)
+    dropped = ctl.logs.dropped(chosen)  # its cap cut bytes out of the middle (logcap.py)
     streams: LogStreams = request.app.state.log_streams
     following = None
     if follow:
@@ -123,4 +127,5 @@ def job_logs(
     stream = svc.stream_log(ctl, chosen, tail, streams, following)
     if following is not None:
         following.claim.bind(stream)  # given back even if the stream never starts
-    return StreamingResponse(stream, media_type="text/plain; charset=utf-8")
+    headers = {LOG_TRUNCATED: "true" if dropped else "false", LOG_DROPPED: str(dropped)}
+    return StreamingResponse(stream, media_type="text/plain; charset=utf-8", headers=headers)

@@ -77,6 +77,8 @@ def tenant_errors(t: Tenant) -> list[tuple[str, str]]:
         errors.append(("idleGpuThresholdPct", "must be a percentage from 0 to 100"))
     if t.idle_gpu_window_s < 60:
         errors.append(("idleGpuWindowS", "must be at least 60 (seconds)"))
+    if t.log_limit_mb < 1:
+        errors.append(("logLimitMB", "must be at least 1 (MiB)"))
     flavors = [q.flavor for q in t.quotas]
     for dup in sorted({f for f in flavors if flavors.count(f) > 1}):
         errors.append(("quotas", f"flavor {dup} is given more than once"))

@@ -99,6 +99,7 @@ class LogTail:
     task: str | None  # role/index of the task shown
     text: str
     note: str | None = None  # why there is no log (yet)
+    dropped: int = 0  # bytes its cap cut out of the middle (truncated when > 0)
 
 
 def log_tail(ctl: Controller, job: JobRecord, task: str | None) -> LogTail:
@@ -111,7 +112,8 @@ def log_tail(ctl: Controller, job: JobRecord, task: str | None) -> LogTail:
         text = ctl.logs.tail(chosen, LOG_TAIL_LINES)
     except LogUnavailable as exc:
         return LogTail(chosen.name, "", str(exc))
-    return LogTail(chosen.name, text, None if text else "no output yet")
+    note = None if text else "no output yet"
+    return LogTail(chosen.name, text, note, ctl.logs.dropped(chosen))
 
 
 # -- the cluster grid --------------------------------------------------------------------
