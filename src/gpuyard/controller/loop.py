@@ -189,6 +189,13 @@ class Controller:
         for task, status in statuses:
             if status is not None:
                 self._apply_status(task, status)
+                self._show_detail(task, status)
+
+    def _show_detail(self, task: TaskRecord, status: TaskStatus) -> None:
+        """What a starting task waits for ("pulling image X", from its node): kept on the task
+        and, each time it changes (not each cycle), told as an event of its job."""
+        if status.phase == TaskPhase.STARTING and status.detail and status.detail != task.message:
+            self.store.jobs.task_detail(task.id, TaskReason.PULLING_IMAGE, status.detail)
 
     def _status(self, task: TaskRecord) -> TaskStatus | None:
         """The task's status; UNKNOWN if its node is gone; None (no news) if its agent is slow."""

@@ -78,6 +78,7 @@ class TaskReason:
     AGENT_ERROR = "AgentError"
     INVALID_SPEC = "InvalidSpec"
     IDLE_GPU = "IdleGPU"  # stopped by its tenant's idle-GPU policy
+    PULLING_IMAGE = "PullingImage"  # not an end: a STARTING task waits for its image
     PLATFORM_ERROR = "PlatformError"  # a job's end: platform failures in a row past the cap
 
     @staticmethod

@@ -270,7 +270,22 @@ class JobRepo:
             if row is None or row.state != TaskState.STARTING:
                 return False
             row.state, row.started_at = TaskState.RUNNING, started_at
+            row.reason = row.message = None  # a start's detail (`task_detail`) is over
             s.add(_task_event(row, TaskState.STARTING, TaskState.RUNNING, None, None, started_at))
+            return True
+
+    def task_detail(self, task_id: int, reason: str, message: str) -> bool:
+        """What a STARTING task waits for (e.g. `PullingImage`, "pulling image X"): kept on the
+        task and, when it changed, told as an event; False if nothing was written."""
+        now = self._clock.now()
+        with self._sessions.begin() as s:
+            row = s.get(TaskRow, task_id)
+            if row is None or row.state != TaskState.STARTING:
+                return False
+            if (row.reason, row.message) == (reason, message):
+                return False
+            row.reason, row.message = reason, message
+            s.add(_task_event(row, TaskState.STARTING, TaskState.STARTING, reason, message, now))
             return True
 
     def task_ended(
