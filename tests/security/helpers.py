@@ -25,6 +25,16 @@ def run_hostile(*args: str, timeout: float = 120) -> dict:
     return json.loads(out.stdout)
 
 
+def make_tenant(server, name: str, root: Path) -> int:
+    """A tenant with one guaranteed A100 and the storage root `root`; its uid."""
+    r = server.http.post("/api/v1/tenants", json={
+        "name": name, "quotas": [{"flavor": "A100-80GB", "guaranteed": 1}],
+        "storageRoots": [str(root)],
+    })
+    assert r.status_code == 201, r.text
+    return r.json()["uid"]
+
+
 def metric(server, name: str, **labels: str) -> float:
     """The sum of the samples `name{labels}` on the server's /metrics (as its admin)."""
     r = server.http.get("/metrics")

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from security.helpers import make_tenant
+
 INVALID = "InvalidSpec"
 
 
@@ -24,15 +26,6 @@ def job(name: str, command: str, *, tenant: str = "default", gpus: int = 0, **di
     body = textwrap.indent(command, " " * 6)
     lines += ["taskRoles:", "  main:", f"    gpuNumber: {gpus}", "    command: |", body]
     return "\n".join(lines) + "\n"
-
-
-def make_tenant(server, name: str, root: Path) -> int:
-    r = server.http.post("/api/v1/tenants", json={
-        "name": name, "quotas": [{"flavor": "A100-80GB", "guaranteed": 1}],
-        "storageRoots": [str(root)],
-    })
-    assert r.status_code == 201, r.text
-    return r.json()["uid"]
 
 
 def refused_at_launch(server, job_id: str) -> dict:

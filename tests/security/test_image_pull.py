@@ -16,11 +16,11 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
 from oci_registry import HungRegistry, Registry, busybox_layout, closed_port
+from security.helpers import make_tenant
 
 pytestmark = [pytest.mark.e2e, pytest.mark.container]
 
@@ -37,14 +37,6 @@ def job(name: str, command: str, *, image: str | None = None, tenant: str = "def
     lines += [f"image: {image}"] if image else []
     lines += ["taskRoles:", "  main:", "    command: |", textwrap.indent(command, " " * 6)]
     return "\n".join(lines) + "\n"
-
-
-def make_tenant(server, name: str, root: Path) -> None:
-    r = server.http.post("/api/v1/tenants", json={
-        "name": name, "quotas": [{"flavor": "A100-80GB", "guaranteed": 1}],
-        "storageRoots": [str(root)],
-    })
-    assert r.status_code == 201, r.text
 
 
 def shown(server, job_id: str) -> str:
