@@ -43,7 +43,9 @@ NAMESPACE = "gpuyard"
 SCHEME = "ray://"
 AGENT_CONCURRENCY = 16  # calls one agent serves at once (starts, log reads, status polls)
 CALL_TIMEOUT_S = 10.0
-START_TIMEOUT_S = 120.0  # a start may unpack an image first
+# a start writes the task dir and forks its supervisor: an image that is not ready is pulled
+# and unpacked in the node's background (runtime/pulls.py), never within the call
+START_TIMEOUT_S = 30.0
 AGENT_READY_TIMEOUT_S = 60.0
 AGENT_GRACE_S = 60.0  # a live node without a working agent this long: its tasks are lost
 
