@@ -8,7 +8,8 @@ podman's asynchronous `container cleanup`, are waited out, outside the numbers):
      (image resolve, overlay mount, OCI config, supervisor, `crun create`, then the start:
      crun's exec fifo released by the supervisor, docs/runtime.md);
   2. bare: `crun run` of the same OCI config on the same unpacked rootfs (read-only lower dir,
-     no overlay, no supervisor), one synchronous process;
+     no overlay, no supervisor), one synchronous process; and the same without the task's
+     seccomp filter (`linux.seccomp`, docs/runtime.md), to show what the filter costs;
   3. podman (when installed): `podman run --rm --network none` of the same image.
 
 "Scheduled" is the moment the runtime is asked (just before `start()` / spawning crun or
@@ -93,18 +94,20 @@ def read_marker(output: Path) -> float:
     return value
 
 
-def launch(key: str, output: Path, image: str | None = IMAGE) -> TaskLaunch:
+def launch(key: str, output: Path, image: str | None = IMAGE, seccomp: str = "default"
+           ) -> TaskLaunch:
     return TaskLaunch(
         key=key, job_id="bench", job_name="bench", role="main", index=0, attempt=1,
         command=COMMAND, cpu=1.0, memory_mb=256, output_dir=str(output), image=image,
+        seccomp=seccomp, storage_roots=(str(output),),  # /output is walked beneath it
     )
 
 
 class Ours:
     """Tasks through the node's ContainerRuntime; waits on its start/exit hints."""
 
-    def __init__(self, rt: ContainerRuntime, output: Path) -> None:
-        self.rt, self.output = rt, output
+    def __init__(self, rt: ContainerRuntime, output: Path, seccomp: str = "default") -> None:
+        self.rt, self.output, self.seccomp = rt, output, seccomp
         self.changed = threading.Event()
         rt.watch(self.changed.set)
         self.returned: list[float] = []
@@ -140,9 +143,9 @@ class Ours:
         raise RuntimeError(f"task {key} did not end within {WAIT_S:g}s")
 
     def run(self, i: int) -> float:
-        key = f"bench-{os.getpid()}-{i}"
+        key = f"bench-{self.seccomp}-{os.getpid()}-{i}"
         t0 = time.time()
-        self.rt.start(launch(key, self.output))
+        self.rt.start(launch(key, self.output, seccomp=self.seccomp))
         t_returned = time.time()
         self.wait_exit(key)
         started_at = self.rt.status(key).started_at or float("nan")
@@ -159,7 +162,9 @@ class Ours:
 class Bare:
     """`crun run` of the same config on the unpacked lower dir (read-only, no overlay)."""
 
-    def __init__(self, rt: ContainerRuntime, base: Path, output: Path) -> None:
+    def __init__(self, rt: ContainerRuntime, base: Path, output: Path,
+                 seccomp: str = "default") -> None:
+        self.seccomp = seccomp  # "unconfined": the same config without the syscall filter
         image = rt.images.resolve(IMAGE)
         self.rootfs = Rootfs(image.lower, readonly=True, mounts=(tmpfs("/tmp", "mode=1777"),),
                              image=image.config)
@@ -169,7 +174,8 @@ class Bare:
         key = f"bare-{os.getpid()}-{i}"
         bundle = self.base / key
         (bundle / "work").mkdir(parents=True)
-        config = build_config(launch(key, self.output), self.rootfs, bundle / "work")
+        config = build_config(launch(key, self.output, seccomp=self.seccomp), self.rootfs,
+                              bundle / "work", pinned={"outputDir": str(self.output)})
         (bundle / "config.json").write_text(json.dumps(config))
         t0 = time.time()
         done = subprocess.run(self.rt.command("run", "--bundle", str(bundle), key),
@@ -260,8 +266,10 @@ def main() -> int:
         rt = ContainerRuntime(base / "state", runtime=args.runtime)
         rt.images.import_file(rootfs_tar, IMAGE)
         ours, bare = Ours(rt, output), Bare(rt, base / "bare", output)
-        runners = {"ours": ours.run, "bare": bare.run}
-        nodes = [ours]
+        plain = Bare(rt, base / "plain", output, seccomp="unconfined")
+        free = Ours(rt, output, seccomp="unconfined")  # what the filter costs ours
+        runners = {"ours": ours.run, "bare": bare.run, "plain": plain.run, "free": free.run}
+        nodes = [ours, free]
         if args.exec_too:
             slow = ContainerRuntime(base / "slow", runtime=args.runtime, fork_supervisors=False)
             slow.images.import_file(rootfs_tar, IMAGE)
@@ -299,6 +307,10 @@ def report(args: argparse.Namespace, rt: ContainerRuntime, samples: dict[str, li
     print(f"{'scheduled -> running (first instruction)':<44} {'p50':>11} {'p95':>11}   vs bare")
     print(row(f"ours: image + overlay + {rt.name} (start())", samples["ours"], base))
     print(row(f"bare: {rt.name} run, same config and rootfs", samples["bare"], base))
+    print(row(f"bare {rt.name} run without the seccomp filter", samples["plain"], base))
+    print(row("ours without the seccomp filter", samples["free"], base))
+    plain = pct(samples["plain"], 50)
+    print(f"ours / bare without the filter: {pct(samples['ours'], 50) / plain:.2f}x")
     if "exec" in samples:
         print(row("ours, exec'd Python supervisor (no zygote)", samples["exec"], base))
     if "podman" in samples:

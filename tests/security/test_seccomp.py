@@ -20,6 +20,7 @@ from gpuyard.model import TaskReason
 from gpuyard.model.tenant import SeccompMode
 from gpuyard.runtime.executor import ContainerRuntime
 from gpuyard.runtime.seccomp import task_seccomp
+from gpuyard.runtime.seccompbpf import ANNOTATION, compile_bpf
 from runtime.conftest import container_host, make_launch, runtime  # noqa: F401 - fixtures
 from runtime.helpers import MakeLaunch, run_task
 from security.apiworld import world  # noqa: F401 - fixture
@@ -77,6 +78,11 @@ def probe(rt: ContainerRuntime, make: MakeLaunch, **fields: object) -> dict:
     exit_ = run_task(rt, launch, timeout=60)
     log = rt.read_log(launch.key).decode()
     assert exit_.reason == TaskReason.COMPLETED, f"{exit_.message}\n{log}"
+    config = json.loads(rt.task_dir(launch.key).config.read_text())
+    filtered = fields.get("seccomp", "default") == "default"
+    assert ("seccomp" in config["linux"]) == filtered
+    # crun loads the filter precompiled from the same profile (seccompbpf.py); runc compiles it
+    assert (ANNOTATION in config.get("annotations", {})) == (filtered and rt.name == "crun")
     return json.loads(log.strip().splitlines()[-1])
 
 
@@ -139,6 +145,8 @@ def test_profile_shape() -> None:
     assert by_name["clone3"] == [{"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38}]
     assert {r["action"] for r in by_name["read"]} == {"SCMP_ACT_ALLOW"}
     # a capability the task never has would open the gated calls: the profile is read per task
+    program = compile_bpf(section)  # what crun is given: whole sock_filter instructions
+    assert len(program) > 8 * 300 and len(program) % 8 == 0
     admin = task_seccomp(["CAP_SYS_ADMIN"], machine="x86_64", release="6.1.0")
     assert any("unshare" in r["names"] for r in admin["syscalls"])
 

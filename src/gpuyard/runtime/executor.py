@@ -52,6 +52,7 @@ from gpuyard.runtime.pidfence import try_fence_node_pids
 from gpuyard.runtime.procwait import wait_pid_ready
 from gpuyard.runtime.pullwait import WaitingTasks
 from gpuyard.runtime.rootfs import HostRootfs, Rootfs, host_paths_from_env
+from gpuyard.runtime.seccompbpf import precompile_seccomp
 from gpuyard.runtime.taskdir import (
     TaskDir,
     check_key,
@@ -173,6 +174,7 @@ class ContainerRuntime:
         hosts = td.path if launch.peers else None
         config = build_config(launch, rootfs, td.work, hosts, pinned, self.cgroup_parent)
         driver = apply_gpu_setup(config, launch.gpus, self.gpu_setup, host_root=not launch.image)
+        precompile_seccomp(self.rt.name, config)  # crun loads it as is (seccompbpf.py)
         if launch.gpu_memory_mb:  # a shared GPU: its MPS daemon, pipe and log dirs
             config["mounts"] += mps_mounts(self.mps.acquire(launch))
         write_json(td.launch, dataclasses.asdict(launch))
