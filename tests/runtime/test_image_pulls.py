@@ -188,3 +188,28 @@ def test_a_restarted_node_resumes_the_wait_and_launches_once(
         assert second.read_log(launch.key).decode().count("ran-once") == 1
     finally:
         registry.close()
+
+
+def test_the_pool_is_bounded_and_an_image_a_task_waits_for_is_never_collected(
+    make_runtime: MakeRuntime, make_launch: MakeLaunch, layout: Path, tmp_path: Path
+) -> None:
+    hung = HungRegistry()
+    try:
+        rt = make_runtime(insecure_registries=hung.host, image_pull_workers="1",
+                          image_pull_tries="1", image_pull_timeout_s="4")
+        first = make_launch("true", image=f"{hung.host}/evil:1")
+        rt.start(first)  # takes the only worker until its timeout
+        wait_for("skopeo to reach the registry", lambda: hung.accepted > 0)
+        shutil.make_archive(str(tmp_path / "bb"), "tar", layout)
+        rt.images.import_file(tmp_path / "bb.tar", "bb:queued", "oci-archive")
+        queued = make_launch("cat /etc/marker", image="bb:queued")
+        rt.start(queued)
+        assert detail(rt, queued.key) == "unpacking image bb:queued"  # behind the hung pull
+        rt.images.recent_use_s = 0
+        assert rt.images.gc(budget_gb=0) == []  # waited for: kept, though never used yet
+        timed_out = wait_exited(rt, first.key)
+        assert timed_out.reason == TaskReason.IMAGE_ERROR
+        assert timed_out.message.startswith("1 try failed (timeout); the last: ")
+        assert wait_exited(rt, queued.key).reason == TaskReason.COMPLETED
+    finally:
+        hung.close()

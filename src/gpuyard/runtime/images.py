@@ -39,6 +39,7 @@ GB = 1 << 30
 DEFAULT_BUDGET_GB = 50.0
 RECENT_USE_S = 120.0  # an image resolved this recently is in use (its task dir is being made)
 STALE_PULL_S = 86400.0  # a pull's staging layout this old was left by a crash
+WAIT_MARKER = "pulling.json"  # in a task dir: the task waits for this image (pullwait.py)
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}")
 
 
@@ -293,14 +294,19 @@ class ImageStore:
         return [self._info(name, index) for name in sorted(index["images"])]
 
     def in_use(self) -> set[str]:
-        """Digests of images that task dirs on this node use (until the task is removed)."""
-        used = set()
+        """Digests of images that task dirs on this node use (until the task is removed), or
+        wait for (their `pulling.json`: e.g. an image imported, not yet unpacked for them)."""
+        used, waited = set(), set()
         with contextlib.suppress(OSError):
             for entry in os.scandir(self.tasks_dir):
                 task = read_json(Path(entry.path) / "task.json")
                 if isinstance(task, dict) and task.get("imageDigest"):
                     used.add(str(task["imageDigest"]))
-        return used
+                wait = read_json(Path(entry.path) / WAIT_MARKER)
+                if isinstance(wait, dict) and isinstance(wait.get("image"), str):
+                    waited.add(wait["image"])
+        images = self._read_index()["images"] if waited else {}
+        return used | {images[name]["digest"] for name in waited if name in images}
 
     def remove(self, ref: str) -> None:
         """Remove `ref` from the node; ImageError if it is unknown or a task uses it."""

@@ -186,7 +186,8 @@ class PullQueue:
             pull.failures += 1
         if not transient or pull.failures >= self.policy.tries:
             if transient:
-                message = f"{pull.failures} tries failed ({kind}); the last: {message}"
+                tries = "1 try" if pull.failures == 1 else f"{pull.failures} tries"
+                message = f"{tries} failed ({kind}); the last: {message}"
             for key in self._finish(pull):
                 _safely(self._on_failed, key, message)
             return

@@ -32,7 +32,7 @@ from typing import Any
 from gpuyard.model import TaskReason
 from gpuyard.runtime.errors import ImageError, LaunchInvalid
 from gpuyard.runtime.hostdirs import release_task_mounts
-from gpuyard.runtime.images import ImageStore, normalize
+from gpuyard.runtime.images import WAIT_MARKER, ImageStore, normalize
 from gpuyard.runtime.launchjson import launch_from_json
 from gpuyard.runtime.pulls import PullPolicy, PullQueue, PullState
 from gpuyard.runtime.taskdir import TaskDir, read_json, write_json
@@ -40,7 +40,7 @@ from gpuyard.runtime.types import TaskExit, TaskLaunch
 
 log = logging.getLogger("gpuyard.runtime")
 
-MARKER = "pulling.json"
+MARKER = WAIT_MARKER
 
 Launch = Callable[[TaskDir, TaskLaunch], None]
 
