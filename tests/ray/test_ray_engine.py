@@ -125,6 +125,33 @@ def follow_log(server, job_id: str, task: str) -> str:
         return "".join(r.iter_text())
 
 
+def test_a_node_refuses_a_host_dir_through_a_symlink_as_invalid_spec(ray_server, ray_cluster):
+    """The launch-time check runs on the Ray nodes too: a symlink swapped into outputDir after
+    the submit check ends the job once as InvalidSpec, with the node's words and no remote
+    traceback. A blocker holding every GPU keeps the job queued while the link is swapped in."""
+    base = output_dir(ray_cluster, "swap")
+    (base / "ok").mkdir(parents=True)
+    blocker = ray_server.submit(
+        f"name: blocker\noutputDir: {base}/blocker\ntaskRoles:\n  main:\n    taskNumber: 3\n"
+        "    gpuNumber: 2\n    cpuNumber: 0.2\n    memoryMB: 64\n"
+        "    command: while [ ! -e /output/go ]; do sleep 0.1; done\n"
+    )
+    ray_server.wait(blocker, {"RUNNING"}, timeout=60)
+    swapped = ray_server.submit(
+        f"name: swap\noutputDir: {base}/ok/x\ntaskRoles:\n  main:\n    gpuNumber: 2\n"
+        "    cpuNumber: 0.2\n    memoryMB: 64\n    command: 'true'\n"
+    )
+    (base / "ok").rmdir()
+    (base / "ok").symlink_to("/etc")  # after the submit check, before the launch
+    (base / "blocker" / "go").touch()
+    job = ray_server.wait(swapped, timeout=60)
+    assert job["state"] == "FAILED" and job["reason"] == "InvalidSpec", history(job)
+    assert job["attempt"] == 1, history(job)
+    message = job["message"]
+    assert "symbolic link" in message and "Traceback" not in message and 'File "' not in message
+    assert not Path("/etc/x").exists()
+
+
 def test_control_plane_killed_mid_job_adopts_and_records_once(ray_server, ray_cluster):
     out = output_dir(ray_cluster, "restart")
     job_id = ray_server.submit(ddp_spec(out, epochs=16, pause_s=1.0))

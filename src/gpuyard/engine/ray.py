@@ -25,15 +25,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from gpuyard.engine.base import AgentUnreachable, NodeUnavailable
 from gpuyard.engine.rayagent import AgentActor
 from gpuyard.engine.raynodes import RayNode, live_nodes
+from gpuyard.engine.subnets import DEFAULT_NETWORK, SubnetBook
 from gpuyard.model import Node
 from gpuyard.runtime.types import TaskLaunch, TaskStatus
 
@@ -80,6 +82,7 @@ class RayEngineConfig:
     oci_runtime: str | None = None
     refresh_s: float = 2.0
     poll_s: float = 1.0
+    task_network: str = DEFAULT_NETWORK  # each node's task subnet is a /24 of it (subnets.py)
     init_options: dict[str, Any] = field(default_factory=dict)  # more `ray.init` arguments
 
 
@@ -108,6 +111,8 @@ class RayEngine:
         self._members: dict[str, _Member] = {}
         self._agentless: dict[str, float] = {}  # live in Ray, no working agent: since when
         self._statuses: dict[str, dict[str, TaskStatus]] = {}
+        self._subnets = SubnetBook(Path(config.node_root) / "subnets.json", config.task_network)
+        self._cluster: list[tuple[str, str]] = []  # what the agents were last told (set_cluster)
         self._on_change: Callable[[], None] | None = None
         self._halt = threading.Event()
         self.refresh()
@@ -151,8 +156,25 @@ class RayEngine:
             log.warning("node %s left the Ray cluster; its tasks are lost", name)
         for name in sorted(joined):
             log.info("node %s joined (%s)", name, members[name].node.address)
+        self._tell_cluster(members, bool(joined))
         if (left or joined) and self._on_change:
             self._on_change()
+
+    def _tell_cluster(self, members: dict[str, _Member], joined: bool) -> None:
+        """Every agent learns every node's (task subnet, address), when that changed or a node
+        joined: it routes to the others' task subnets and keeps its tasks off their addresses."""
+        for m in members.values():
+            self._subnets.saw(m.node.name, m.node.task_subnet)
+        cluster = sorted((m.node.task_subnet or "", m.node.address) for m in members.values())
+        if cluster == self._cluster and not joined:
+            return
+        self._cluster = cluster
+        for name, m in members.items():
+            try:
+                ray.get(m.actor.set_cluster.remote(cluster), timeout=CALL_TIMEOUT_S)
+            except Exception as e:  # told again at the next refresh
+                log.warning("node %s could not take the cluster's task routes: %s", name, e)
+                self._cluster = []
 
     def _reread(self, members: dict[str, _Member]) -> dict[str, _Member]:
         """The members with their inventories read again (GPU health changes while a node
@@ -196,7 +218,10 @@ class RayEngine:
             return None
 
     def _create_agent(self, node: RayNode, name: str) -> Any:
-        base = Node(node.name, node.cpu_milli, node.memory_mb, address=node.address)
+        subnet = self._subnets.of(node.name)
+        base = Node(
+            node.name, node.cpu_milli, node.memory_mb, address=node.address, task_subnet=subnet
+        )
         options = {
             "name": name,
             "namespace": NAMESPACE,
@@ -209,7 +234,11 @@ class RayEngine:
         }
         actor_class = ray.remote(AgentActor)
         return actor_class.options(**options).remote(
-            base, node.fake_gpus, self._config.node_root, self._config.oci_runtime
+            base,
+            node.fake_gpus,
+            self._config.node_root,
+            self._config.oci_runtime,
+            self._config.task_network,
         )
 
     def _member(self, node: str) -> _Member:
@@ -266,6 +295,14 @@ class RayEngine:
             return ray.get(getattr(member.actor, method).remote(*args), timeout=timeout)
         except (RayActorError, GetTimeoutError) as e:
             raise AgentUnreachable(f"the agent of node {node} did not answer: {e}") from e
+        except RayTaskError as e:  # the agent's own error (LaunchInvalid, ImageError, ...),
+            cause = e.cause  # without Ray's remote traceback in its message
+            if isinstance(cause, Exception):
+                raise cause from None
+            raise
+
+    def claim_addresses(self, node: str, keys: list[str]) -> dict[str, str]:
+        return self._call(node, "claim_addresses", keys, timeout=START_TIMEOUT_S)
 
     def start(self, node: str, launch: TaskLaunch) -> None:
         self._call(node, "start", launch, timeout=START_TIMEOUT_S)
