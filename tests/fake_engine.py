@@ -21,6 +21,7 @@ class FakeEngine:
         self.stopped: dict[str, float] = {}
         self.released: list[str] = []
         self.node_of: dict[str, str] = {}
+        self.addresses: dict[str, str] = {}  # task key → its address (claim_addresses)
         self.logs: dict[str, bytes] = {}  # canned task logs, by task key
         self.dropped: dict[str, int] = {}  # bytes each canned log dropped (its cap)
         self.start_error: Exception | None = None  # raised by every start() while set
@@ -48,6 +49,16 @@ class FakeEngine:
     # -- Engine --
     def nodes(self) -> list[Node]:
         return list(self._nodes.values())
+
+    def claim_addresses(self, node: str, keys: list[str]) -> dict[str, str]:
+        """Each task at an address of its own, as a real node gives (10.<200 + node>.x.y)."""
+        if node not in self._nodes:
+            raise NodeUnavailable(node)
+        base = 200 + sorted(self._nodes).index(node)
+        for key in keys:
+            n = len(self.addresses)
+            self.addresses.setdefault(key, f"10.{base}.{n // 250}.{n % 250 + 2}")
+        return {key: self.addresses[key] for key in keys}
 
     def start(self, node: str, launch: TaskLaunch) -> None:
         if node not in self._nodes:

@@ -24,6 +24,7 @@ from gpuyard.controller import Controller
 from gpuyard.controller.launch import DEFAULT_PORT_RANGE
 from gpuyard.engine import Engine, LocalEngine, NodeAgent
 from gpuyard.engine.ray import RayEngine, RayEngineConfig, parse_engine
+from gpuyard.engine.subnets import DEFAULT_NETWORK
 from gpuyard.model import Node, SystemClock
 from gpuyard.runtime.executor import ContainerRuntime
 from gpuyard.runtime.gpuhealth import NvmlHealth
@@ -31,6 +32,7 @@ from gpuyard.runtime.gpustats import NvmlSampler
 from gpuyard.runtime.hostport import listen_socket
 from gpuyard.runtime.node import local_node
 from gpuyard.runtime.privatedir import private_dir
+from gpuyard.runtime.tasknet import NetConfig
 from gpuyard.store import open_store
 
 log = logging.getLogger("gpuyard")
@@ -64,6 +66,8 @@ class ServerConfig:
     log_follows_per_user: int = DEFAULT_FOLLOWS_PER_USER  # logs?follow=true open at once
     engine: str = "local"  # or ray://HEAD:PORT
     task_ports: tuple[int, int] = DEFAULT_PORT_RANGE  # ports reserved for tasks on each node
+    task_subnet: str | None = None  # this machine's tasks' addresses (None: the default)
+    task_network: str = DEFAULT_NETWORK  # a Ray cluster's: each node gets a /24 of it
 
 
 def build_node(cfg: ServerConfig) -> Node:
@@ -122,11 +126,14 @@ def build_engine(cfg: ServerConfig) -> Engine:
     address = parse_engine(cfg.engine)
     if address is None:
         secure_dir(cfg.data_dir / "node")
-        runtime = ContainerRuntime(cfg.data_dir / "node", cfg.oci_runtime)
+        network = NetConfig.of(cfg.task_subnet)
+        runtime = ContainerRuntime(cfg.data_dir / "node", cfg.oci_runtime, network=network)
         node = build_node(cfg)
         real_gpus = any(not g.fake for g in node.gpus)
         return LocalEngine(NodeAgent(node, runtime, NvmlHealth().check if real_gpus else None))
-    return RayEngine(RayEngineConfig(address, str(cfg.data_dir / "nodes"), cfg.oci_runtime))
+    nodes = str(cfg.data_dir / "nodes")
+    config = RayEngineConfig(address, nodes, cfg.oci_runtime, task_network=cfg.task_network)
+    return RayEngine(config)
 
 
 def build_app(cfg: ServerConfig) -> FastAPI:

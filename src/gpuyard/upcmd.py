@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import Annotated
@@ -10,6 +11,7 @@ import typer
 
 from gpuyard.api.services.logstreams import DEFAULT_FOLLOWS_PER_USER
 from gpuyard.engine.ray import parse_engine
+from gpuyard.engine.subnets import DEFAULT_NETWORK
 from gpuyard.runtime.hostport import PortHeld
 from gpuyard.scheduler import compiled
 from gpuyard.server import ServerConfig, default_data_dir, serve
@@ -80,6 +82,21 @@ def up(
             "each role's `ports`); keep it out of the ephemeral range and other services'"
         ),
     ] = "20000-29999",
+    task_subnet: Annotated[
+        str | None,
+        typer.Option(
+            envvar="GPUYARD_TASK_SUBNET",
+            help="the IPv4 subnet this machine's tasks get their own addresses from (local "
+            "engine; default 10.213.0.0/24): keep it free of the site's networks",
+        ),
+    ] = None,
+    task_network: Annotated[
+        str,
+        typer.Option(
+            envvar="GPUYARD_TASK_NETWORK",
+            help="a Ray cluster's task network: each node routes a /24 of it to its tasks",
+        ),
+    ] = DEFAULT_NETWORK,
     storage_root: Annotated[
         list[str] | None,
         typer.Option(
@@ -102,6 +119,11 @@ def up(
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="--engine") from None
     ports = parse_port_range(task_ports)
+    for value, hint in ((task_subnet, "--task-subnet"), (task_network, "--task-network")):
+        try:
+            ipaddress.IPv4Network(value or DEFAULT_NETWORK)
+        except ValueError as e:
+            raise typer.BadParameter(str(e), param_hint=hint) from None
     if metrics_open and metrics_token_file:
         raise typer.BadParameter(
             "an open /metrics takes no token file", param_hint="--metrics-open"
@@ -125,6 +147,8 @@ def up(
                 log_follows_per_user=log_follows_per_user,
                 engine=engine,
                 task_ports=ports,
+                task_subnet=task_subnet,
+                task_network=task_network,
             )
         )
     except PortHeld as e:

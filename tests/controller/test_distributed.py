@@ -79,7 +79,11 @@ def test_two_roles_across_two_nodes_get_ranks_master_and_peers(store, engine, cl
     assert sorted(env[k]["LOCAL_RANK"] for k in ("worker-0", "worker-1")) == ["0", "1"]
     assert m["LOCAL_RANK"] == "0" and m["LOCAL_WORLD_SIZE"] == "1"
     assert env["worker-0"]["PAI_HOST_IP_worker_1"] == env["worker-1"]["PAI_CURRENT_CONTAINER_IP"]
-    assert {env[k]["PAI_CURRENT_CONTAINER_IP"] for k in env} == {"10.0.0.1", "10.0.0.2"}
+    # each task at the address its node holds for it (its own network namespace), not the node's
+    own = {engine.launched[k].role + "-" + str(engine.launched[k].index): engine.addresses[k]
+           for k in engine.keys_on(jid)}
+    assert {k: e["PAI_CURRENT_CONTAINER_IP"] for k, e in env.items()} == own
+    assert len(set(own.values())) == 3 and not set(own.values()) & {"10.0.0.1", "10.0.0.2"}
     # declared ports: one http port per master task; master port only for rank 0
     assert "PAI_PORT_LIST_master_0_http" in m
     assert not any(k.startswith("PAI_PORT_LIST_worker") for k in m)
@@ -131,3 +135,30 @@ def test_a_node_out_of_ports_fails_the_start_as_a_platform_error(store, engine, 
     ctl.run_cycle()
     job = store.jobs.get(jid)
     assert job.attempt == 2 and job.retries_used == 0  # retried, not counted
+
+
+def test_a_host_network_job_is_at_its_nodes_addresses_and_claims_none(store, engine, clock):
+    ctl = controller(store, engine, clock)
+    spec = parse_job_spec({"name": "ib", "hostNetwork": True,
+                           "taskRoles": {"w": {"taskNumber": 2, "gpuNumber": 2, "command": "x"}}})
+    jid = store.jobs.submit(NewJob(spec.name, spec.tenant, spec.priority, spec.retry_count,
+                                   spec.to_document())).id
+    ctl.run_cycle()
+    launches = [engine.launched[k] for k in engine.keys_on(jid)]
+    assert {la.network for la in launches} == {"host"} and not engine.addresses
+    assert {distributed_env(la)["PAI_CURRENT_CONTAINER_IP"] for la in launches} == {
+        "10.0.0.1", "10.0.0.2"}
+
+
+def test_a_node_that_cannot_hold_addresses_fails_the_start_as_the_platforms(store, engine, clock):
+    def broken(node, keys):
+        raise OSError("no CNI plugins")
+
+    engine.claim_addresses = broken  # type: ignore[method-assign]
+    ctl = controller(store, engine, clock)
+    jid = submit(store, {"w": {"taskNumber": 2, "command": "x"}})
+    ctl.run_cycle()
+    assert not engine.keys_on(jid)
+    tasks = store.jobs.tasks(jid)
+    assert {t.reason for t in tasks} == {"AgentError"}
+    assert all("network addresses: no CNI plugins" in (t.message or "") for t in tasks)

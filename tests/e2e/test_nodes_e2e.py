@@ -4,6 +4,7 @@ the node from the CLI and a new job waits until it is uncordoned."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import subprocess
@@ -54,14 +55,18 @@ def test_a_two_task_job_sees_its_ranks_master_and_hosts(server):
     assert [e["RANK"] for e in envs] == ["0", "1"]
     assert [e["LOCAL_RANK"] for e in envs] == ["0", "1"]  # one node: local = global
     assert {e["WORLD_SIZE"] for e in envs} == {"2"}
-    assert {e["MASTER_ADDR"] for e in envs} == {"127.0.0.1"}
+    # each task at its own address (its network namespace's), in the node's task subnet
+    ips = [envs[0]["PAI_HOST_IP_worker_0"], envs[0]["PAI_HOST_IP_worker_1"]]
+    subnet = ipaddress.ip_network(os.environ["GPUYARD_TASK_SUBNET"])
+    assert len(set(ips)) == 2 and all(ipaddress.ip_address(ip) in subnet for ip in ips)
+    assert {e["MASTER_ADDR"] for e in envs} == {ips[0]}
     master = {e["MASTER_PORT"] for e in envs}
     assert len(master) == 1 and 20000 <= int(master.pop()) <= 29999
     http0 = envs[0]["PAI_PORT_LIST_worker_0_http"].split(",")
     http1 = envs[0]["PAI_PORT_LIST_worker_1_http"].split(",")
     assert len(set(http0 + http1 + [envs[0]["MASTER_PORT"]])) == 5  # never shared on a node
-    assert (out / "0.hosts").read_text() == "127.0.0.1 worker-0\n127.0.0.1 worker-1\n"
-    assert (out / "0.resolved").read_text().split()[:2] == ["127.0.0.1", "worker-1"]
+    assert (out / "0.hosts").read_text() == f"{ips[0]} worker-0\n{ips[1]} worker-1\n"
+    assert (out / "0.resolved").read_text().split()[:2] == [ips[1], "worker-1"]
 
 
 def test_cordon_from_the_cli_holds_new_work_until_uncordon(server, tmp_path):

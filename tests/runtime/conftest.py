@@ -46,6 +46,7 @@ def runtime(request: pytest.FixtureRequest, container_host: None, tmp_path: Path
     for key in leftover:  # never leave a container behind
         rt.stop(key, 0)
         wait_exited(rt, key, WAIT_S)
+    rt.close()  # its spare network namespaces, and its bridge and rules with no task left
 
 
 @pytest.fixture

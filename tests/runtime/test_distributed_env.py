@@ -82,7 +82,9 @@ def test_a_container_sees_its_rank_and_resolves_its_peers(
         "env > /output/env; cat /run/gpuyard/hosts > /output/hosts; "
         "getent hosts worker-1 > /output/resolved || grep worker-1 /etc/hosts > /output/resolved"
     )
-    task = make_launch(command, role="worker", index=1, peers=PEERS)
+    # the node's network: these peers' addresses are made up (tests/security/test_network.py
+    # runs a job's tasks in namespaces of their own, at the addresses their node gave them)
+    task = make_launch(command, role="worker", index=1, peers=PEERS, network="host")
     exit_ = run_task(runtime, task)
     assert exit_.reason == TaskReason.COMPLETED, exit_.message
     out = tmp_path / "output"

@@ -1,10 +1,12 @@
 """A task cannot take the API port over across a server restart.
 
-Tasks share the host's network (until they get their own namespace) and outlive the server.
-Before: a task looping `bind(127.0.0.1:API_PORT)` with SO_REUSEADDR won the port after a
-`kill -9` of the server; the new server died with a bare "address already in use" and the
-task received the clients' `Authorization: Bearer` headers. Now the server binds before it
-adopts any task, and a held port stops it with a message naming the holder and its task.
+Tasks outlive the server. Before: tasks shared the host's network, and a task looping
+`bind(127.0.0.1:API_PORT)` with SO_REUSEADDR won the port after a `kill -9` of the server; the
+new server died with a bare "address already in use" and the task received the clients'
+`Authorization: Bearer` headers. Now a task has a network namespace of its own (its 127.0.0.1
+is not the host's: test_network.py), and only a `hostNetwork` job of a tenant a platform admin
+allowed it can bind the host's ports; for those, the server binds before it adopts any task,
+and a held port stops it with a message naming the holder and its task.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ def squatter(port: int) -> str:
     code = SQUAT.format(port=port).encode().hex()
     return f"""\
 name: squatter
+hostNetwork: true
 taskRoles:
   main:
     cpuNumber: 0.2
@@ -60,6 +63,8 @@ def wait_for_text(path, text: str, timeout: float = 30) -> None:
 
 def test_a_task_holding_the_api_port_stops_the_server_with_its_name(make_server, tmp_path):
     first = make_server()
+    r = first.http.patch("/api/v1/tenants/default", json={"allowHostNetwork": True})
+    assert r.status_code == 200, r.text  # the only way a task gets at the host's ports
     job = first.submit(squatter(first.port))
     first.wait(job, {"RUNNING"})
     key = f"{job}-a1-main-0"

@@ -175,6 +175,7 @@ def test_to_document_is_our_camel_case_format():
         "tenant",
         "maxRuntime",
         "webhook",
+        "hostNetwork",
         "taskRoles",
     ]
     assert document["maxRuntime"] == 5400

@@ -1,14 +1,17 @@
 """Turn a bound task (job spec + placement) into the `TaskLaunch` its node runs.
 
-A job's tasks see each other (`job_peers`): every task's node address and the ports reserved
-for it on its node (`reserve_ports`: the role's `ports`, and a `master` port for rank 0, the
-job's first task of its first role). Ranks follow the spec: roles in order, then index.
+A job's tasks see each other (`job_peers`): every task's address and the ports reserved for it
+on its node (`reserve_ports`: the role's `ports`, and a `master` port for rank 0, the job's first
+task of its first role). Ranks follow the spec: roles in order, then index. A task's address is
+that of its own network namespace, which its node holds for it from before the start
+(`claim_addresses`); a `hostNetwork` job's tasks have their node's address.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from gpuyard.engine import Engine
 from gpuyard.model import Node, Tenant
 from gpuyard.runtime.env import MASTER_PORT_LABEL
 from gpuyard.runtime.logcap import DEFAULT_LIMIT_MB
@@ -26,6 +29,29 @@ def run_as(tenant: Tenant | None) -> tuple[int, int]:
     if tenant is None or tenant.allow_root:
         return (0, 0)
     return (tenant.uid, tenant.uid) if tenant.uid is not None else NOBODY
+
+
+def host_network_refused(spec: JobSpec, tenant: Tenant | None) -> str | None:
+    """Why the job may not have `hostNetwork: true` (None: it does not ask, or may)."""
+    if not spec.host_network or tenant is None or tenant.allow_host_network:
+        return None
+    return (
+        f"tenant {tenant.name} may not run jobs in the node's network (its tasks would reach "
+        "every service of the node and of the cluster); a platform admin grants it: "
+        f"gpuyard admin tenant update {tenant.name} --allow-host-network"
+    )
+
+
+def claim_addresses(engine: Engine, tasks: Sequence[TaskRecord]) -> dict[str, str]:
+    """Task key → the address its node holds for it (one call per node); raises what the
+    engine raises."""
+    by_node: dict[str, list[str]] = {}
+    for t in tasks:
+        by_node.setdefault(t.node, []).append(t.key)
+    out: dict[str, str] = {}
+    for node, keys in sorted(by_node.items()):
+        out.update(engine.claim_addresses(node, keys))
+    return out
 
 
 def rank_order(spec: JobSpec, tasks: Sequence[TaskRecord]) -> list[TaskRecord]:
@@ -58,14 +84,17 @@ def job_peers(
     tasks: Sequence[TaskRecord],
     nodes: Mapping[str, Node],
     ports: Mapping[int, TaskPorts],
+    addresses: Mapping[str, str] | None = None,
 ) -> tuple[TaskPeer, ...]:
-    """Every task of the attempt as its siblings see it, in rank order."""
+    """Every task of the attempt as its siblings see it, in rank order: at the address of its
+    own namespace (`addresses`, by task key), else its node's."""
+    own = addresses or {}
     return tuple(
         TaskPeer(
             t.role,
             t.index,
             t.node,
-            nodes[t.node].address if t.node in nodes else "127.0.0.1",
+            own.get(t.key) or (nodes[t.node].address if t.node in nodes else "127.0.0.1"),
             ports.get(t.id, ()),
         )
         for t in rank_order(spec, tasks)
@@ -107,5 +136,7 @@ def build_launch(
         peers=peers,
         storage_roots=tenant.storage_roots if tenant is not None else (),
         seccomp=str(tenant.seccomp) if tenant is not None else "default",
+        network="host" if spec.host_network else "isolated",
+        allow_internet=tenant is not None and tenant.allow_internet,
         log_limit_mb=tenant.log_limit_mb if tenant is not None else DEFAULT_LIMIT_MB,
     )

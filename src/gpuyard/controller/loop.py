@@ -28,7 +28,14 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from gpuyard.controller.idle import IdleFinding, IdleWatch, UtilizationReader
-from gpuyard.controller.launch import DEFAULT_PORT_RANGE, build_launch, job_peers, reserve_ports
+from gpuyard.controller.launch import (
+    DEFAULT_PORT_RANGE,
+    build_launch,
+    claim_addresses,
+    host_network_refused,
+    job_peers,
+    reserve_ports,
+)
 from gpuyard.controller.lifecycle import (
     Backoff,
     Outcome,
@@ -58,6 +65,7 @@ from gpuyard.model import (
     Node,
     TaskReason,
     TaskState,
+    Tenant,
 )
 from gpuyard.runtime.errors import ImageError, LaunchInvalid
 from gpuyard.runtime.types import TaskLaunch, TaskPeer, TaskPhase, TaskStatus
@@ -388,12 +396,12 @@ class Controller:
             bound = self.store.jobs.bind(
                 job.id, job.attempt, _new_tasks(placement), admission.borrowed
             )
-            peers = self._peers(job, bound, node_by_name)
+            tenant = view.tenants.get(job.tenant) if view.tenants else None
+            peers = self._peers(job, bound, node_by_name, tenant)
             if peers is None:
                 continue
             for task in bound:
                 node = node_by_name[task.node]
-                tenant = view.tenants.get(job.tenant) if view.tenants else None
                 launch = build_launch(
                     job, self._spec(job), task, node, self.pids_limit, tenant, peers
                 )
@@ -402,19 +410,30 @@ class Controller:
         self.instruments.scheduling_cycle.observe(time.perf_counter() - began)
 
     def _peers(
-        self, job: JobRecord, bound: list[TaskRecord], nodes: dict[str, Node]
+        self, job: JobRecord, bound: list[TaskRecord], nodes: dict[str, Node], tenant: Tenant | None
     ) -> tuple[TaskPeer, ...] | None:
-        """Reserve the ports of a bound job's tasks; None (its tasks failed) if none are left."""
+        """Reserve the ports of a bound job's tasks and have their nodes hold their addresses;
+        None (its tasks failed) if a node cannot, or the job may no longer use the host's
+        network (a spec refusal: not retried)."""
         spec = self._spec(job)
+        if refused := host_network_refused(spec, tenant):
+            return self._fail_bound(bound, TaskReason.INVALID_SPEC, f"hostNetwork: {refused}")
         try:
             ports = reserve_ports(self.store, spec, bound, self.port_range)
         except PortsExhausted as e:
-            now = self.clock.now()
-            for task in bound:
-                reason = TaskReason.AGENT_ERROR
-                self.store.jobs.task_ended(task.id, TaskState.FAILED, None, reason, str(e), now)
-            return None
-        return job_peers(spec, bound, nodes, ports)
+            return self._fail_bound(bound, TaskReason.AGENT_ERROR, str(e))
+        try:
+            addresses = {} if spec.host_network else claim_addresses(self.engine, bound)
+        except Exception as e:  # the node's to fix: retried as any platform failure
+            message = f"could not get the tasks' network addresses: {e}"
+            return self._fail_bound(bound, TaskReason.AGENT_ERROR, message)
+        return job_peers(spec, bound, nodes, ports, addresses)
+
+    def _fail_bound(self, bound: list[TaskRecord], reason: str, message: str) -> None:
+        """End a bound job's tasks before they started (the attempt fails, as decided)."""
+        now = self.clock.now()
+        for task in bound:
+            self.store.jobs.task_ended(task.id, TaskState.FAILED, None, reason, message, now)
 
     def _start_all(self, launches: list[tuple[TaskRecord, TaskLaunch]]) -> None:
         """Tell the nodes, several starts at once; record each start that failed, and why."""

@@ -39,6 +39,13 @@ class NodeAgent:
             return self._node
         return replace(self._node, gpus=self._health(self._node.gpus))
 
+    def claim_addresses(self, keys: list[str]) -> dict[str, str]:
+        return self._runtime.claim_addresses(keys)
+
+    def set_cluster(self, members: list[tuple[str, str]]) -> None:
+        """Every node's (task subnet, address): routes to the others' task subnets."""
+        self._runtime.set_cluster(members)
+
     def start(self, launch: TaskLaunch) -> None:
         self._runtime.start(launch)
 

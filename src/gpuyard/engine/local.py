@@ -28,6 +28,9 @@ class LocalEngine:
             raise NodeUnavailable(f"node {node} is not part of this cluster")
         return self._agent
 
+    def claim_addresses(self, node: str, keys: list[str]) -> dict[str, str]:
+        return self._on(node).claim_addresses(keys)
+
     def start(self, node: str, launch: TaskLaunch) -> None:
         self._on(node).start(launch)
 

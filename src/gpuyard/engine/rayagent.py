@@ -23,6 +23,7 @@ from gpuyard.model import Node
 from gpuyard.runtime.executor import ContainerRuntime
 from gpuyard.runtime.gpuhealth import NvmlHealth
 from gpuyard.runtime.gpus import detect_gpus
+from gpuyard.runtime.tasknet import NetConfig
 from gpuyard.runtime.types import TaskLaunch, TaskStatus
 
 NODE_ROOT_ENV = "GPUYARD_NODE_ROOT"
@@ -34,16 +35,25 @@ def node_root(default_root: str, node_name: str) -> Path:
 
 
 class AgentActor:
-    """One node's `NodeAgent`. `node` has the CPU, memory and address Ray reports; its GPUs
-    are found here: the declared `fake_gpus`, else NVML's."""
+    """One node's `NodeAgent`. `node` has the CPU, memory, address and task subnet (a slice of
+    the cluster's task network `task_network`) the engine gave it; its GPUs are found here: the
+    declared `fake_gpus`, else NVML's."""
 
     def __init__(
-        self, node: Node, fake_gpus: str | None, default_root: str, oci_runtime: str | None
+        self,
+        node: Node,
+        fake_gpus: str | None,
+        default_root: str,
+        oci_runtime: str | None,
+        task_network: str | None = None,
     ) -> None:
         gpus = detect_gpus(fake_gpus, node.name)
-        runtime = ContainerRuntime(node_root(default_root, node.name), oci_runtime)
+        network = NetConfig.of(node.task_subnet, task_network)
+        root = node_root(default_root, node.name)
+        runtime = ContainerRuntime(root, oci_runtime, network=network)
         health = NvmlHealth().check if any(not g.fake for g in gpus) else None
-        self._agent = NodeAgent(replace(node, gpus=gpus), runtime, health)
+        node = replace(node, gpus=gpus, task_subnet=network.subnet)
+        self._agent = NodeAgent(node, runtime, health)
 
     def node_id(self) -> str:
         """The Ray node this actor lives on (a restarted node has a new one)."""
@@ -55,6 +65,12 @@ class AgentActor:
 
     def runtime_name(self) -> str:
         return self._agent.runtime_name
+
+    def claim_addresses(self, keys: list[str]) -> dict[str, str]:
+        return self._agent.claim_addresses(keys)
+
+    def set_cluster(self, members: list[tuple[str, str]]) -> None:
+        self._agent.set_cluster(members)
 
     def start(self, launch: TaskLaunch) -> None:
         self._agent.start(launch)

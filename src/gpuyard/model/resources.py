@@ -90,8 +90,9 @@ class GpuDevice(Value):
 class Node(Value):
     """A machine that runs tasks: its allocatable CPU, memory and GPUs.
 
-    `address`: the IP that the tasks of other nodes reach this node's tasks at (tasks share the
-    node's network namespace); the engine fills it. `schedulable=False`: no new work goes there
+    `address`: the node's IP, which the engine fills (host-network tasks are reached at it; the
+    other nodes route to its `task_subnet` through it: the subnet its tasks' own addresses come
+    from, None where the engine does not say). `schedulable=False`: no new work goes there
     (cordoned or draining, set by the controller from the store).
     """
 
@@ -102,6 +103,7 @@ class Node(Value):
     labels: tuple[tuple[str, str], ...] = field(default=())
     schedulable: bool = True
     address: str = "127.0.0.1"
+    task_subnet: str | None = None
 
     @property
     def capacity(self) -> Resources:

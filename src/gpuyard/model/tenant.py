@@ -107,6 +107,12 @@ class Tenant(Value):
     # may the tenant's webhooks reach loopback, link-local and private addresses (the API,
     # cloud metadata, the machine's network)? Only a platform admin sets it (docs/auth.md)
     allow_private_webhooks: bool = False
+    # may the tenant's tasks reach beyond the cluster (the internet, the site's network)? Never
+    # the cluster's nodes, other jobs' tasks or link-local addresses (docs/runtime.md, Network)
+    allow_internet: bool = False
+    # may its jobs ask for `hostNetwork: true` (the node's network namespace, e.g. NCCL over
+    # InfiniBand)? Such tasks reach everything the node does; only a platform admin grants it
+    allow_host_network: bool = False
 
     def quota(self, flavor: str) -> FlavorQuota | None:
         for q in self.quotas:

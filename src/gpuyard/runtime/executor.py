@@ -60,6 +60,7 @@ from gpuyard.runtime.taskdir import (
     read_json,
     write_json,
 )
+from gpuyard.runtime.tasknet import NetConfig, TaskNetworks
 from gpuyard.runtime.types import TaskExit, TaskLaunch, TaskPhase, TaskStatus
 from gpuyard.runtime.zygote import Zygote, ZygoteError, ZygoteLost
 
@@ -84,6 +85,7 @@ class ContainerRuntime:
         host_paths: tuple[str, ...] | None = None,  # more host paths tasks see (None: env)
         cgroup_parent: str = CGROUP_PARENT,  # tasks' cgroups go under it (tests: another)
         node_pids_limit: int | None = None,  # on the parent; None: capacity - reserve
+        network: NetConfig | None = None,  # the task subnet (None: $GPUYARD_TASK_SUBNET or default)
     ) -> None:
         self.state_root = Path(state_root).resolve()
         self.mps = mps or MpsDaemons(self.state_root / "mps")  # shared GPUs' daemons
@@ -105,6 +107,8 @@ class ContainerRuntime:
         self.cgroup_parent = cgroup_parent
         self.pid_fence = try_fence_node_pids(cgroup_parent, node_pids_limit)  # pidfence.py
         self._listener: NotifyListener | None = None
+        # each task's network namespace, address and rules (tasknet.py)
+        self.network = TaskNetworks(self.state_root, self.tasks_dir, network or NetConfig.of())
         self.images = ImageStore(self.state_root)
         self.waiting = WaitingTasks(  # tasks waiting for their image: pullwait.py
             self.tasks_dir, self.images, lambda td, launch: self._launch(td, launch, undo=False)
@@ -116,6 +120,7 @@ class ContainerRuntime:
         swept = sweep_stale_mounts(self.tasks_dir, self._live_keys())
         if swept:
             log.info("unmounted %d overlay roots of tasks that are no longer live", len(swept))
+        self.network.sweep()  # namespaces of tasks that ended or never came, and crash leftovers
         resumed = self.waiting.resume()  # tasks that waited for their image when a server died
         if resumed:
             log.info("%d tasks wait for their image again", resumed)
@@ -173,6 +178,7 @@ class ContainerRuntime:
             write_hosts_files(td.path, launch)
         hosts = td.path if launch.peers else None
         config = build_config(launch, rootfs, td.work, hosts, pinned, self.cgroup_parent)
+        self.network.attach(config, launch, td.path)  # its own namespace, address and rules
         driver = apply_gpu_setup(config, launch.gpus, self.gpu_setup, host_root=not launch.image)
         precompile_seccomp(self.rt.name, config)  # crun loads it as is (seccompbpf.py)
         if launch.gpu_memory_mb:  # a shared GPU: its MPS daemon, pipe and log dirs
@@ -232,6 +238,7 @@ class ContainerRuntime:
         try:
             self._write_task(td, launch)
         except (RuntimeStartError, ValueError, OSError) as e:
+            self._release_network(launch.key)
             if undo:
                 _discard(td)
             if isinstance(e, RuntimeStartError):
@@ -239,7 +246,28 @@ class ContainerRuntime:
             if isinstance(e, ValueError):  # the launch's own content (env, capabilities)
                 raise LaunchInvalid(f"cannot prepare task {launch.key}: {e}") from e
             raise RuntimeStartError(f"cannot prepare task {launch.key}: {e}") from e
-        self._spawn(td)
+        try:
+            self._spawn(td)
+        except RuntimeStartError:
+            self._release_network(launch.key)
+            raise
+
+    def _release_network(self, key: str) -> None:
+        """A start that failed gives its network namespace back (a sweep retries on error)."""
+        try:
+            self.network.release(key)
+        except OSError as e:
+            log.warning("could not release the network of %s: %s", key, e)
+
+    def claim_addresses(self, keys: list[str]) -> dict[str, str]:
+        """Key → the address of the network namespace held for that task (made or taken from
+        the spare pool now; the same on a second call), so that a job's tasks can be told
+        their peers' addresses before they start."""
+        return self.network.claim(keys)
+
+    def set_cluster(self, members: list[tuple[str, str]]) -> None:
+        """Every node's (task subnet, address): routes to the other nodes' task subnets."""
+        self.network.set_cluster(members)
 
     def _spawn(self, td: TaskDir) -> None:
         """Have the supervisor forked (zygote, else a fresh Python); returns once it is recorded."""
@@ -347,6 +375,7 @@ class ContainerRuntime:
             None, TaskReason.AGENT_ERROR, time.time(), message, stop_requested=td.stop_file.exists()
         )
         td.write_exit(exit_)
+        self._release_network(td.key)
         return exit_
 
     def _force_delete(self, td: TaskDir) -> None:
@@ -379,6 +408,7 @@ class ContainerRuntime:
             )
 
     def close(self) -> None:
+        self.network.close()  # its spares; its rules and bridge too once no task holds one
         self.waiting.close()
         if self._listener is not None:
             self._listener.close()
@@ -426,6 +456,7 @@ class ContainerRuntime:
             raise TaskStillRunning(f"task {key} is still running; stop it first")
         self.mps.release(key)
         self._force_delete(td)
+        self.network.release(key)
         release_task_mounts(td.path)
         archived = self.logs_dir / f"{key}.log"
         with contextlib.suppress(FileNotFoundError):

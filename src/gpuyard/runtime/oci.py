@@ -2,9 +2,10 @@
 
 What a task gets:
 
-- its own pid, mount, uts (hostname `<role>-<index>`) and ipc namespaces. The network namespace
-  is the host's, on purpose: the tasks of a distributed job reach each other on the node's
-  address and ports (as under Slurm, and OpenPAI's host network), and there is no CNI here.
+- its own pid, mount, uts (hostname `<role>-<index>`), ipc and network namespaces: a new,
+  empty network namespace here, which the node replaces with the task's own (on the node's
+  bridge, with its address and rules: `tasknet.py`); a `hostNetwork` task (`network="host"`)
+  keeps the host's.
 - cgroup `/gpuyard/<key>`: memory limit = memory_mb, and memory+swap = the same where swap is
   accounted (no swap escape); CPU quota = cpu × period (shares in proportion); pids limit;
   devices: deny all but runc's default set (`devices.py`; a task's real GPUs are added to it by
@@ -179,6 +180,12 @@ def capabilities(uid: int) -> dict[str, list[str]]:
     return {"bounding": list(CAPABILITIES), "effective": [], "permitted": [], "ambient": []}
 
 
+def namespaces(launch: TaskLaunch) -> tuple[str, ...]:
+    """The task's own namespaces: all but the network one for a host-network task."""
+    own = ("pid", "ipc", "uts", "mount")
+    return own if launch.network == "host" else (*own, "network")
+
+
 def syscall_filter(launch: TaskLaunch) -> dict[str, Any]:
     """`{"seccomp": ...}`: Docker's profile resolved for the task's capabilities (`seccomp.py`),
     or nothing where its tenant runs unconfined. The bounding set is what the profile's
@@ -228,7 +235,7 @@ def build_config(
         "linux": {
             "resources": resources(launch),
             "cgroupsPath": cgroup_path(launch.key, cgroup_parent),
-            "namespaces": [{"type": t} for t in ("pid", "ipc", "uts", "mount")],
+            "namespaces": [{"type": t} for t in namespaces(launch)],
             "maskedPaths": [*MASKED_PATHS, *rootfs.masked],
             "readonlyPaths": list(READONLY_PATHS),
             **syscall_filter(launch),

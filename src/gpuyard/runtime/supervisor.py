@@ -65,6 +65,7 @@ from gpuyard.runtime.logcap import DEFAULT_LIMIT_MB, MIB, CappedLog, LogPump
 from gpuyard.runtime.ociruntime import OciRuntime, release_exec_fifo
 from gpuyard.runtime.procwait import run_exact
 from gpuyard.runtime.taskdir import TaskDir, process_starttime, read_json, write_json
+from gpuyard.runtime.tasknet import begin_task_rules, end_task_rules, teardown_task
 from gpuyard.runtime.types import TaskExit
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -154,7 +155,9 @@ class Supervisor:
 
     def create(self, log_fd: int) -> int:
         """Create the container; the pid (host namespace) of its init. Its mount namespace
-        then holds its own copies of the task's pinned dirs: the host's go at once."""
+        then holds its own copies of the task's pinned dirs: the host's go at once. The task's
+        network rules (tasknet.py) are added meanwhile, and must be in before it starts."""
+        rules = self._begin_rules()
         try:
             self._launch_step(
                 log_fd,
@@ -170,7 +173,27 @@ class Supervisor:
                 release_pins(self.td.path)
             except OSError as e:
                 say(f"cannot unmount the task's pinned dirs: {e}")
+            rules_failed = self._end_rules(rules)
+        if rules_failed:
+            raise LaunchFailed(rules_failed)
         return int(self.td.container_pid.read_text().strip())
+
+    def _begin_rules(self) -> object:
+        """The nft process adding the task's rules (None: none to add), or why it failed."""
+        try:
+            return begin_task_rules(self.td.path)
+        except OSError as e:
+            return e
+
+    def _end_rules(self, rules: object) -> str | None:
+        """None once the task's rules are in, else why they are not."""
+        try:
+            if isinstance(rules, OSError):
+                raise rules
+            end_task_rules(rules)
+        except OSError as e:
+            return f"cannot add the task's network rules: {e}"
+        return None
 
     def start(self, log_fd: int) -> str:
         """Start the created container: in this process when it may, else `<rt> start`;
@@ -197,6 +220,10 @@ class Supervisor:
             release_task_mounts(self.td.path)
         except OSError as e:
             say(f"cannot unmount the task's dirs or overlay root: {e}")
+        try:  # its network namespace, veth, address and rules (tasknet.py)
+            teardown_task(self.td.path)
+        except OSError as e:
+            say(f"cannot remove the task's network: {e}")
 
     def kill(self, *args: str) -> bool:
         try:

@@ -53,6 +53,10 @@ class TaskLaunch:
     peers: tuple[TaskPeer, ...] = ()  # every task of the attempt in rank order, this one too
     # the syscall filter: "default" (Docker's profile, runtime/seccomp.py) or "unconfined"
     seccomp: str = "default"
+    # "isolated": a network namespace of its own (runtime/tasknet.py); "host": the node's
+    # (`hostNetwork: true`, a tenant permission)
+    network: str = "isolated"
+    allow_internet: bool = False  # may it reach beyond the cluster (its tenant's setting)?
     log_limit_mb: int = 100  # the log keeps its head and tail within this (runtime/logcap.py)
     # the tenant's storage roots: data_dir and output_dir are walked beneath one at launch
     storage_roots: tuple[str, ...] = ()

@@ -67,6 +67,14 @@ def whole(lo: int, hi: int, words: str | None = None) -> Reader:
     return read
 
 
+def read_flag(errs: Errors, path: str, value: object) -> bool | None:
+    """true or false, nothing else (no 0/1, no 'yes')."""
+    if isinstance(value, bool):
+        return value
+    errs.add(path, f"must be true or false{got(value)}")
+    return None
+
+
 def read_cpu(errs: Errors, path: str, value: object) -> float | None:
     """CPU cores: a number > 0 (fractions allowed, down to one millicore)."""
     lo, hi = limits.CPU_NUMBER

@@ -111,6 +111,9 @@ class JobSpec:
     tenant: str = limits.DEFAULT_TENANT
     max_runtime_s: int | None = None
     webhook: str | None = None  # POSTed to when the job ends (docs/observability.md)
+    # the node's network namespace instead of the task's own: a tenant permission (Tenant.
+    # allow_host_network), for e.g. NCCL over InfiniBand (docs/runtime.md, Network)
+    host_network: bool = False
 
     def __post_init__(self) -> None:
         # own copies, so that the caller's dicts cannot change this value later
@@ -143,5 +146,6 @@ class JobSpec:
             "tenant": self.tenant,
             "maxRuntime": self.max_runtime_s,
             "webhook": self.webhook,
+            "hostNetwork": self.host_network,
             "taskRoles": {name: r.to_document() for name, r in self.task_roles.items()},
         }

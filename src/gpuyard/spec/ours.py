@@ -19,6 +19,7 @@ from gpuyard.spec.fields import (
     read_cpu,
     read_duration,
     read_env,
+    read_flag,
     read_gpu_memory,
     read_gpu_number,
     read_host_path,
@@ -191,6 +192,7 @@ JOB_TABLE: tuple[Row, ...] = (
     ("tenant", "tenant", pattern(limits.TENANT_RE, limits.NAME_RULE), limits.DEFAULT_TENANT),
     ("maxRuntime", "max_runtime_s", read_duration, None),
     ("webhook", "webhook", read_webhook, None),
+    ("hostNetwork", "host_network", read_flag, False),
     ("taskRoles", "task_roles", read_roles, Required(_TASK_ROLES_WHAT)),
 )
 

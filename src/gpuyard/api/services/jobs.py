@@ -17,6 +17,7 @@ from gpuyard.api.services.logstreams import Claim, LogStreams
 from gpuyard.api.services.storage import storage_errors
 from gpuyard.api.services.webhooks import webhook_errors
 from gpuyard.controller import Controller, LogUnavailable
+from gpuyard.controller.launch import host_network_refused
 from gpuyard.model import JobState
 from gpuyard.spec import FieldError, JobSpec, SpecError, load_job_spec
 from gpuyard.store import JobNotFound, JobRecord, NewJob, TaskRecord, UserRecord
@@ -42,12 +43,15 @@ def read_spec(ctl: Controller, body: bytes, content_type: str | None) -> JobSpec
 
 
 def submit(ctl: Controller, spec: JobSpec, owner: str) -> JobRecord:
-    """Queue the job for `owner` once its dirs pass the tenant's storage roots and its
-    webhook the address guard."""
+    """Queue the job for `owner` once its dirs pass the tenant's storage roots, its webhook
+    the address guard, and `hostNetwork` the tenant's permission."""
     tenant = ctl.store.tenants.get(spec.tenant)
     if tenant is None:  # deleted since read_spec
         raise SpecError([FieldError("tenant", f"there is no tenant {spec.tenant!r}")])
-    if errors := storage_errors(spec, tenant.tenant) + webhook_errors(spec, tenant.tenant):
+    errors = storage_errors(spec, tenant.tenant) + webhook_errors(spec, tenant.tenant)
+    if refused := host_network_refused(spec, tenant.tenant):
+        errors.append(FieldError("hostNetwork", refused))
+    if errors:
         raise SpecError(errors)
     job = ctl.store.jobs.submit(
         NewJob(

@@ -1,0 +1,307 @@
+"""A network of its own (issue 15, item 3): what a task can reach, and what it leaves behind.
+
+Found: tasks shared the host's network: a task reached the API port, every 127.0.0.1 service
+of the host, other tenants' task ports, 169.254.169.254 and the internet. Now each task has a
+network namespace of its own on its node's bridge (runtime/tasknet.py), behind nftables rules
+of gpuyard's own table. Real crun containers on a real node here (and the real server where it
+matters); "the internet" and the metadata address are a namespace the test makes
+(`networld.Outside`), never the real ones.
+
+- The reachability matrix from a task of tenant A: the host (a listener on all its addresses:
+  127.0.0.1, its own address, the bridge's gateway), a task of tenant B at its address and
+  port, 169.254.169.254 and the internet: unreachable; a sibling of the same job: reachable.
+  A task of a tenant allowed the internet reaches it, and still nothing else.
+- No orphans: once tasks end and are removed, the node holds no namespace or rule of theirs;
+  a closed node holds none at all; a lost supervisor's namespace goes with its recorded exit;
+  what a crash left (an unrecorded namespace and lease, a claim whose task never came) is swept
+  when the node starts again.
+- The real server: a task of the default tenant cannot reach the API; `hostNetwork: true` is a
+  422 until a platform admin grants the tenant `allowHostNetwork`, and then the task is in the
+  node's network; after `kill -9` of the server mid-job and the job's end, no namespace of its
+  task is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from e2e.conftest import Server
+from gpuyard.model import TaskReason
+from gpuyard.runtime import netclaims
+from gpuyard.runtime.executor import ContainerRuntime
+from gpuyard.runtime.tasknet import node_tag
+from gpuyard.runtime.types import TaskLaunch, TaskPeer
+from runtime.conftest import container_host  # noqa: F401 - fixture
+from runtime.helpers import wait_exited, wait_for, wait_running
+from security.networld import (
+    INTERNET,
+    METADATA,
+    OUTSIDE_PORT,
+    HostListener,
+    Outside,
+    free_port,
+    host_address,
+    listen_command,
+    probe_command,
+    probe_result,
+)
+
+pytestmark = pytest.mark.container
+PORT = 20000  # every task listens on the same port: each has its own address
+
+
+@pytest.fixture
+def node(container_host: None, tmp_path: Path) -> Iterator[ContainerRuntime]:  # noqa: F811
+    rt = ContainerRuntime(tmp_path / "state", runtime="crun")
+    yield rt
+    leftover = rt.keys()
+    for key in leftover:
+        rt.stop(key, 0)
+        wait_exited(rt, key)
+        rt.remove(key)
+    rt.close()
+
+
+@pytest.fixture
+def outside() -> Iterator[Outside]:
+    out = Outside()
+    yield out
+    out.close()
+
+
+@pytest.fixture
+def host_listener() -> Iterator[HostListener]:
+    listener = HostListener(free_port())
+    yield listener
+    listener.close()
+
+
+def launch(tmp_path: Path, job: str, index: int, command: str, **fields: object) -> TaskLaunch:
+    (tmp_path / "output").mkdir(exist_ok=True)
+    values: dict[str, object] = {
+        "key": f"{job}-{index}-{uuid.uuid4().hex[:6]}", "job_id": job, "job_name": job,
+        "role": "worker", "index": index, "attempt": 1, "command": command, "cpu": 0.5,
+        "memory_mb": 256, "output_dir": str(tmp_path / "output"),
+        "storage_roots": (str(tmp_path),),
+    }
+    values.update(fields)
+    return TaskLaunch(**values)  # type: ignore[arg-type]
+
+
+def job(node: ContainerRuntime, tmp_path: Path, name: str, commands: list[str],
+        **fields: object) -> list[TaskLaunch]:
+    """A job's tasks, told each other's addresses as the controller tells them: claimed on
+    the node first. Not started."""
+    keys = [f"{name}-{i}-{uuid.uuid4().hex[:6]}" for i in range(len(commands))]
+    addresses = node.claim_addresses(keys)
+    peers = tuple(TaskPeer("worker", i, "n", addresses[k]) for i, k in enumerate(keys))
+    return [launch(tmp_path, name, i, c, key=keys[i], peers=peers, **fields)
+            for i, c in enumerate(commands)]
+
+
+def started(node: ContainerRuntime, tasks: list[TaskLaunch]) -> list[TaskLaunch]:
+    for task in tasks:
+        node.start(task)
+    return tasks
+
+
+def listener(tmp_path: Path, name: str) -> str:
+    return listen_command(PORT, name, f"/output/{name}.ready")
+
+
+def ready(tmp_path: Path, name: str) -> None:
+    wait_for(f"{name} to listen", (tmp_path / "output" / f"{name}.ready").exists)
+
+
+def run_probe(node: ContainerRuntime, task: TaskLaunch) -> dict[str, str]:
+    exit_ = wait_exited(node, task.key, 30)
+    assert exit_.reason == TaskReason.COMPLETED, exit_.message
+    return probe_result(node.read_log(task.key).decode())
+
+
+def reached(result: dict[str, str]) -> dict[str, bool]:
+    """Target → whether the probe read the banner of what it wanted to reach."""
+    wanted = {"sibling": "sibling", "tenant_b": "tenant-b", "internet": "outside",
+              "metadata": "outside"}
+    return {name: value == wanted.get(name, "host") for name, value in result.items()}
+
+
+def host_targets(node: ContainerRuntime, port: int) -> dict[str, tuple[str, int]]:
+    gateway = node.network.config.subnet.replace(".0/", ".1/").split("/")[0]
+    return {"host_loopback": ("127.0.0.1", port), "host_address": (host_address(), port),
+            "host_gateway": (gateway, port), "metadata": (METADATA, OUTSIDE_PORT),
+            "internet": (INTERNET, OUTSIDE_PORT)}
+
+
+def test_a_task_reaches_its_sibling_and_nothing_else(
+    node: ContainerRuntime, tmp_path: Path, outside: Outside, host_listener: HostListener
+) -> None:
+    (b,) = started(node, job(node, tmp_path, "tenant-b", [listener(tmp_path, "tenant-b")]))
+    targets = {**host_targets(node, host_listener.port), "tenant_b": (b.peers[0].address, PORT)}
+    # tenant A's job: rank 0 listens, rank 1 probes (told rank 0's address, as a peer is)
+    sibling, probe = job(node, tmp_path, "tenant-a", [listener(tmp_path, "sibling"), "true"])
+    targets["sibling"] = (sibling.peers[0].address, PORT)
+    probe = replace(probe, command=probe_command(targets))
+    started(node, [sibling])
+    ready(tmp_path, "tenant-b")
+    ready(tmp_path, "sibling")
+    result = run_probe(node, started(node, [probe])[0])
+    assert reached(result) == {
+        "sibling": True, "tenant_b": False, "host_loopback": False, "host_address": False,
+        "host_gateway": False, "metadata": False, "internet": False,
+    }, result
+    assert host_listener.came == 0
+
+
+def test_a_tenant_allowed_the_internet_reaches_it_and_still_not_the_host(
+    node: ContainerRuntime, tmp_path: Path, outside: Outside, host_listener: HostListener
+) -> None:
+    targets = host_targets(node, host_listener.port)
+    (task,) = started(node, job(node, tmp_path, "tenant-c", [probe_command(targets)],
+                                allow_internet=True))
+    result = run_probe(node, task)
+    assert reached(result) == {
+        "internet": True, "metadata": False, "host_loopback": False, "host_address": False,
+        "host_gateway": False,
+    }, result
+    assert host_listener.came == 0
+
+
+def nft_elements(table: str, family: str, name: str) -> list[object]:
+    out = subprocess.run(["nft", "-j", "list", "set", family, table, name],
+                         capture_output=True, text=True, check=True).stdout
+    sets = [item["set"] for item in json.loads(out)["nftables"] if "set" in item]
+    return sets[0].get("elem", [])
+
+
+def netns_of(node: ContainerRuntime) -> set[str]:
+    """The node's namespaces under /run/netns (its prefix names them)."""
+    if not os.path.isdir("/run/netns"):
+        return set()
+    return {n for n in os.listdir("/run/netns") if n.startswith(node.network.prefix)}
+
+
+def spares(node: ContainerRuntime) -> set[str]:
+    return {str((netclaims.read_record(p) or {}).get("netns")) for p in node.network.pool.records()}
+
+
+def test_ended_and_removed_tasks_leave_no_namespace_or_rule(
+    node: ContainerRuntime, tmp_path: Path
+) -> None:
+    tasks = started(node, job(node, tmp_path, "done", ["sleep 0.3", "sleep 0.3", "sleep 0.3"],
+                              allow_internet=True))
+    wait_running(node, tasks[0].key)
+    assert len(nft_elements(node.network.table, "inet", "pairs")) == 6  # 3 tasks, both ways
+    for task in tasks:
+        assert wait_exited(node, task.key).reason == TaskReason.COMPLETED
+        node.remove(task.key)
+    assert netns_of(node) == spares(node)  # the spare pool only, claimed by nobody
+    assert not list(node.network.claims.iterdir())
+    for family in ("inet", "bridge"):
+        assert nft_elements(node.network.table, family, "pairs") == []
+    assert nft_elements(node.network.table, "inet", "internet") == []
+    node.close()
+    assert netns_of(node) == set()
+    tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True,
+                            check=True).stdout
+    assert node.network.table not in tables
+    assert not Path(f"/sys/class/net/{node.network.bridge}").exists()
+
+
+def test_a_lost_supervisors_namespace_goes_with_its_recorded_exit(
+    node: ContainerRuntime, tmp_path: Path
+) -> None:
+    (task,) = started(node, job(node, tmp_path, "lost", ["sleep 30"]))
+    wait_running(node, task.key)
+    claimed = netclaims.read_record(node.network.claims / f"{task.key}.json")
+    assert claimed is not None and claimed["netns"] in netns_of(node)
+    pid, _ = node.task_dir(task.key).supervisor()  # type: ignore[misc]
+    os.kill(pid, 9)  # the supervisor dies; its container stays until the node notices
+    wait_for("the lost supervisor", lambda: not Path(f"/proc/{pid}").exists())
+    assert wait_exited(node, task.key).reason == TaskReason.AGENT_ERROR
+    assert claimed["netns"] not in netns_of(node)
+    assert not (node.network.claims / f"{task.key}.json").exists()
+
+
+def test_what_a_crash_left_is_swept_when_the_node_starts(
+    container_host: None, tmp_path: Path  # noqa: F811
+) -> None:
+    first = ContainerRuntime(tmp_path / "state", runtime="crun")
+    first.network.ensure()
+    unrecorded = netclaims.make_netns(first.network.prefix, first.network.cni)  # then a crash
+    never_came = first.network.claims / "never-came.json"
+    first.network.claim(["never-came"])
+    os.utime(never_came, (1, 1))  # claimed long ago for a task that never reached the node
+    assert {unrecorded["netns"]} <= netns_of(first)
+    second = ContainerRuntime(tmp_path / "state", runtime="crun")  # the node starts again
+    try:
+        assert unrecorded["netns"] not in netns_of(second)
+        assert not never_came.exists()
+        leases = second.network.ipam / second.network.cni["name"]
+        holders = {p.read_text().split()[0] for p in leases.iterdir() if p.name[0].isdigit()}
+        assert unrecorded["netns"] not in holders
+    finally:
+        first.network.pool.close()
+        second.close()
+    assert netns_of(second) == set()
+    assert node_tag(tmp_path / "state") in second.network.table
+
+
+def job_spec(name: str, command: str, **fields: object) -> str:
+    """A one-task job (JSON, which is YAML too)."""
+    role = {"cpuNumber": 0.2, "memoryMB": 128, "command": command}
+    return json.dumps({"name": name, **fields, "taskRoles": {"main": role}})
+
+
+@pytest.mark.e2e
+def test_the_api_is_out_of_reach_and_the_host_network_a_permission(make_server) -> None:
+    srv = make_server("--host", "0.0.0.0")  # on every address of the host, its own included
+    targets = {"loopback": ("127.0.0.1", srv.port), "address": (host_address(), srv.port)}
+    job_id = srv.submit(job_spec("probe", probe_command(targets)))
+    assert srv.wait(job_id)["state"] == "SUCCEEDED"
+    result = probe_result(srv.logs(job_id))
+    assert not any(v.startswith("HTTP/") for v in result.values()), result
+    host = job_spec("probe-host", probe_command(targets), hostNetwork=True)
+    r = srv.http.post("/api/v1/jobs", content=host, headers={"Content-Type": "application/json"})
+    assert r.status_code == 422, r.text
+    (error,) = r.json()["errors"]
+    assert error["path"] == "hostNetwork" and "--allow-host-network" in error["message"]
+    r = srv.http.patch("/api/v1/tenants/default", json={"allowHostNetwork": True})
+    assert r.status_code == 200 and r.json()["allowHostNetwork"] is True, r.text
+    job_id = srv.submit(host)
+    assert srv.wait(job_id)["state"] == "SUCCEEDED"
+    assert probe_result(srv.logs(job_id))["loopback"] == "HTTP/1.1 200 OK"
+
+
+@pytest.mark.e2e
+def test_a_kill9_of_the_server_leaves_no_namespace_once_the_task_is_released(
+    make_server, tmp_path: Path
+) -> None:
+    first = make_server()
+    prefix = f"gpy-{node_tag(first.data_dir / 'node')}-"
+    job_id = first.submit(job_spec("slow", "sleep 3"))
+    first.wait(job_id, {"RUNNING"})
+    net = first.data_dir / "node" / "net"
+    (claim,) = list((net / "claims").iterdir())
+    held = json.loads(claim.read_text())["netns"]
+    first.kill9()
+    second = Server(first.data_dir, tmp_path / "second.log")
+    second.start()
+    try:
+        assert second.wait(job_id)["state"] == "SUCCEEDED"
+        wait_for("the task's release", lambda: not list((net / "claims").iterdir()), 30)
+        left = {n for n in os.listdir("/run/netns") if n.startswith(prefix)}
+        spare = {json.loads(p.read_text())["netns"] for p in (net / "pool").iterdir()
+                 if p.suffix == ".json"}
+        assert held not in left and left <= spare
+    finally:
+        second.stop()
+    assert not {n for n in os.listdir("/run/netns") if n.startswith(prefix)}
