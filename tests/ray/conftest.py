@@ -28,6 +28,7 @@ from e2e.conftest import Server
 from gpuyard.runtime.ociruntime import OciRuntime
 from gpuyard.runtime.rootfs import HOST_PATHS_ENV
 from gpuyard.runtime.taskdir import TaskDir, read_json
+from tasknetworks import node_tags_in, random_subnets, remove_node_network
 
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 # the training job runs this venv's python, whose interpreter lives outside the host's system
@@ -47,6 +48,8 @@ NODE_ARGS = {
 class RayCluster:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
+        # the nodes' task subnets (a /24 each) outlive a test: the module's, not a test's
+        self.task_network = random_subnets()[1]
         (name, ip), *workers = NODES.items()
         head = {**NODE_ARGS, "node_ip_address": ip, "labels": {"gpuyard.io/node-name": name}}
         self.cluster = Cluster(
@@ -81,6 +84,8 @@ class RayCluster:
         for name in NODES:
             kill_tasks(self.node_root(name))
         self.cluster.shutdown()
+        for tag in node_tags_in(self.task_network):  # agents die without closing their nodes
+            remove_node_network(tag)
 
 
 def descendants(pid: int) -> list[int]:
@@ -133,7 +138,8 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster
 def ray_server(ray_cluster: RayCluster, tmp_path: Path) -> Iterator[Server]:
     """The server on the cluster, on the module's data dir (its storage root: the dir above)."""
     log = tmp_path / "server.log"
-    srv = Server(ray_cluster.data_dir, log, "--engine", ray_cluster.engine)
+    srv = Server(ray_cluster.data_dir, log, "--engine", ray_cluster.engine,
+                 "--task-network", ray_cluster.task_network)
     try:
         srv.start()
         # the job runs this venv's python, under /root: tasks run as root (few capabilities)

@@ -37,7 +37,7 @@ from e2e.conftest import Server
 from gpuyard.model import TaskReason
 from gpuyard.runtime import netclaims
 from gpuyard.runtime.executor import ContainerRuntime
-from gpuyard.runtime.tasknet import node_tag
+from gpuyard.runtime.tasknet import NetConfig, node_tag
 from gpuyard.runtime.types import TaskLaunch, TaskPeer
 from runtime.conftest import container_host  # noqa: F401 - fixture
 from runtime.helpers import wait_exited, wait_for, wait_running
@@ -62,6 +62,11 @@ PORT = 20000  # every task listens on the same port: each has its own address
 def node(container_host: None, tmp_path: Path) -> Iterator[ContainerRuntime]:  # noqa: F811
     rt = ContainerRuntime(tmp_path / "state", runtime="crun")
     yield rt
+    close_node(rt)
+
+
+def close_node(rt: ContainerRuntime) -> None:
+    """Stop and remove what a test left, then close the node (its network goes with it)."""
     leftover = rt.keys()
     for key in leftover:
         rt.stop(key, 0)
@@ -159,6 +164,20 @@ def test_a_task_reaches_its_sibling_and_nothing_else(
         "host_gateway": False, "metadata": False, "internet": False,
     }, result
     assert host_listener.came == 0
+
+
+def test_a_task_reaches_itself_on_its_loopback_and_its_address(
+    node: ContainerRuntime, tmp_path: Path
+) -> None:
+    """What every server in a task needs (a DDP rank's store connects to its own address)."""
+    (task,) = job(node, tmp_path, "self", ["true"])
+    me = task.peers[0].address
+    targets = {"loopback": ("127.0.0.1", PORT), "address": (me, PORT)}
+    ready_file = "/output/self.ready"
+    command = (f"{listen_command(PORT, 'self', ready_file)} & "
+               f"while [ ! -e {ready_file} ]; do sleep 0.05; done; {probe_command(targets)}")
+    result = run_probe(node, started(node, [replace(task, command=command)])[0])
+    assert result == {"loopback": "self", "address": "self"}, result
 
 
 def test_a_tenant_allowed_the_internet_reaches_it_and_still_not_the_host(
@@ -305,3 +324,41 @@ def test_a_kill9_of_the_server_leaves_no_namespace_once_the_task_is_released(
     finally:
         second.stop()
     assert not {n for n in os.listdir("/run/netns") if n.startswith(prefix)}
+
+
+@pytest.fixture
+def two_nodes(container_host: None, tmp_path: Path, task_subnets: tuple[str, str]  # noqa: F811
+              ) -> Iterator[tuple[ContainerRuntime, ContainerRuntime]]:
+    """Two nodes of one cluster on this machine (as the Ray tests run them): a /24 each of the
+    test's task network, told of each other as the Ray engine tells its agents."""
+    network = task_subnets[1]
+    base = network.split(".0.0/")[0]
+    nodes = []
+    for i in range(2):
+        config = NetConfig.of(f"{base}.{i}.0/24", network)
+        nodes.append(ContainerRuntime(tmp_path / f"node-{i}", runtime="crun", network=config))
+    members = [(n.network.config.subnet, f"127.0.0.{i + 2}") for i, n in enumerate(nodes)]
+    for n in nodes:
+        n.set_cluster(members)
+    yield nodes[0], nodes[1]
+    for n in nodes:
+        close_node(n)
+
+
+def test_a_jobs_tasks_on_two_nodes_reach_each_other_and_no_other_job(
+    two_nodes: tuple[ContainerRuntime, ContainerRuntime], tmp_path: Path
+) -> None:
+    one, two = two_nodes
+    (other,) = started(two, job(two, tmp_path, "other", [listener(tmp_path, "other")]))
+    keys = {one: f"a-0-{uuid.uuid4().hex[:6]}", two: f"a-1-{uuid.uuid4().hex[:6]}"}
+    addresses = {n: n.claim_addresses([k])[k] for n, k in keys.items()}
+    peers = tuple(TaskPeer("worker", i, f"n{i}", addresses[n]) for i, n in enumerate(keys))
+    targets = {"sibling": (addresses[one], PORT), "tenant_b": (other.peers[0].address, PORT)}
+    sibling = launch(tmp_path, "a", 0, listener(tmp_path, "sibling"), key=keys[one], peers=peers)
+    probe = launch(tmp_path, "a", 1, probe_command(targets), key=keys[two], peers=peers)
+    one.start(sibling)
+    ready(tmp_path, "sibling")
+    ready(tmp_path, "other")
+    two.start(probe)
+    result = run_probe(two, probe)
+    assert reached(result) == {"sibling": True, "tenant_b": False}, result

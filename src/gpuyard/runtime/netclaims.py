@@ -34,6 +34,7 @@ def make_netns(prefix: str, cni_config: dict[str, Any]) -> Record:
     name = prefix + secrets.token_hex(4)
     path = netns.add(name)
     try:
+        netns.loopback_up(name)
         netns.disable_ipv6(name)
         address = cni.add(cni_config, name, path)
     except OSError:

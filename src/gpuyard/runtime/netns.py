@@ -37,6 +37,12 @@ def delete(name: str) -> None:
         _ip("delete", name)
 
 
+def loopback_up(name: str) -> None:
+    """`lo` up in the namespace (`ip netns add` leaves it down, and crun does not touch a
+    namespace it joins): 127.0.0.1 and the task's own address answer inside it."""
+    _run(["ip", "-n", name, "link", "set", "lo", "up"], f"lo up in {name}")
+
+
 def disable_ipv6(name: str) -> None:
     """No IPv6 in the namespace (no fe80:: link-local address either), as Docker does for a
     container without IPv6; its interfaces must come after. Nothing on a host without IPv6."""

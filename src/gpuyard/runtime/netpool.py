@@ -6,7 +6,8 @@ zygote's spare supervisor, the node keeps `size` of them ready: each is a record
 `<dir>/<netns>.json` (`{"netns", "address", "cni"}`), and `take` moves one to where the caller
 wants it (a rename: a record is in the pool or claimed, never both). A thread refills the pool
 once no take came for `IDLE_S`, and runs `tick` (the caller's periodic sweep) every `TICK_S`.
-Nothing is made before the first `wake`: a node that never runs an isolated task makes none.
+Nothing is made before the first `wake`: a node that never runs an isolated task makes none;
+a spare that cannot be recorded is removed at once (`discard`).
 """
 
 from __future__ import annotations
@@ -36,11 +37,12 @@ class NetnsPool:
         self,
         directory: Path,
         make: Callable[[], Record],
+        discard: Callable[[Record], None],
         size: int,
         tick: Callable[[], None] = lambda: None,
     ) -> None:
         self.dir = directory
-        self._make, self._size, self._tick = make, size, tick
+        self._make, self._discard, self._size, self._tick = make, discard, size, tick
         self._wake = threading.Event()
         self._halt = threading.Event()
         self._last_take = 0.0
@@ -98,8 +100,16 @@ class NetnsPool:
                 return
 
     def _add_one(self) -> None:
+        """One more spare, recorded; none at all where the pool's dir is gone (a node whose
+        state root was removed under it makes nothing it could not record)."""
+        if not self.dir.is_dir():
+            return
         record = self._make()
-        write_json(self.dir / f"{record['netns']}.json", record)
+        try:
+            write_json(self.dir / f"{record['netns']}.json", record)
+        except OSError:
+            self._discard(record)
+            raise
 
     def _safely(self, step: Callable[[], None]) -> bool:
         try:

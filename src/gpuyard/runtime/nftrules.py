@@ -41,6 +41,10 @@ PRIORITY = -10  # before the usual filter chains (0): our drops come first, othe
 BLOCKED = "0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/3"  # this-host, loopback, multicast + reserved
 LINK_LOCAL = "169.254.0.0/16"
 BRIDGE_RE = re.compile(r"[a-z0-9-]{1,15}")
+# a task's refused packet is answered (ICMP admin-prohibited, a TCP reset for TCP), so that its
+# resolver or connect fails at once instead of after its timeouts; between two tasks of the node
+# (bridged) it is dropped: kernels without NFT_BRIDGE_REJECT cannot answer there
+REJECT = "reject with icmpx type admin-prohibited"
 
 
 class NftError(OSError):
@@ -71,19 +75,19 @@ def node_rules(table: str, bridge: str, subnet: str, pool: str) -> str:
         f"add chain {t} to_task",
         f"flush chain {t} to_task",
         f'add rule {t} input iifname "{bridge}" ct state established,related accept',
-        f'add rule {t} input iifname "{bridge}" drop',
+        f'add rule {t} input iifname "{bridge}" {REJECT}',
         f'add rule {t} output oifname "{bridge}" ct state established,related accept',
         f'add rule {t} output oifname "{bridge}" drop',
         f'add rule {t} forward iifname "{bridge}" jump from_task',
         f'add rule {t} forward oifname "{bridge}" jump to_task',
-        f"add rule {t} from_task meta nfproto ipv6 drop",
-        f"add rule {t} from_task ip daddr {LINK_LOCAL} drop",
+        f"add rule {t} from_task meta nfproto ipv6 {REJECT}",
+        f"add rule {t} from_task ip daddr {LINK_LOCAL} {REJECT}",
         f"add rule {t} from_task ip saddr . ip daddr @pairs accept",
-        f"add rule {t} from_task ip daddr {pool} drop",
-        f"add rule {t} from_task ip daddr @nodes drop",
-        f"add rule {t} from_task ip daddr {{ {BLOCKED} }} drop",
+        f"add rule {t} from_task ip daddr {pool} {REJECT}",
+        f"add rule {t} from_task ip daddr @nodes {REJECT}",
+        f"add rule {t} from_task ip daddr {{ {BLOCKED} }} {REJECT}",
         f"add rule {t} from_task ip saddr @internet accept",
-        f"add rule {t} from_task drop",
+        f"add rule {t} from_task {REJECT}",
         f"add rule {t} to_task ip saddr . ip daddr @pairs accept",
         f"add rule {t} to_task ct state established,related accept",
         f"add rule {t} to_task drop",

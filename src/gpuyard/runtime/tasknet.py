@@ -82,7 +82,9 @@ class TaskNetworks:
         self.claims, self.ipam = self.dir / "claims", self.dir / "ipam"
         self.cluster_file = self.dir / "cluster.json"
         self.cni = cni.bridge_config(f"gpuyard-{tag}", self.bridge, config.subnet, self.ipam)
-        self.pool = NetnsPool(self.dir / "pool", self._make, POOL_SIZE, self._tick)
+        self.pool = NetnsPool(
+            self.dir / "pool", self._make, netclaims.release_netns, POOL_SIZE, self._tick
+        )
         self._lock = threading.Lock()
         self._ready = False
 
@@ -163,13 +165,22 @@ class TaskNetworks:
             record = netclaims.read_record(path)
             if record is None:
                 if not self.pool.take(path):
-                    write_json(path, self._make())
+                    self._make_claim(path)
                 record = netclaims.read_record(path)
             if record is None:
                 raise NetworkUnavailable(f"the network claim of {key} cannot be read")
             out[key] = str(record["address"])
         self.pool.wake()
         return out
+
+    def _make_claim(self, path: Path) -> None:
+        """A fresh namespace, recorded at `path` (removed again if it cannot be)."""
+        record = self._make()
+        try:
+            write_json(path, record)
+        except OSError:
+            netclaims.release_netns(record)
+            raise
 
     def attach(self, config: dict[str, Any], launch: TaskLaunch, task_dir: Path) -> None:
         """Put the task's namespace into its OCI `config`; write its rules into `net.json`."""
