@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := crun runc gcc python3-venv python3-dev umoci skopeo busybox-static chromium prometheus
+APT_PACKAGES := crun runc gcc python3-venv python3-dev umoci skopeo busybox-static chromium prometheus \
+	containernetworking-plugins nftables iproute2
 PORT   ?= 8080
 
 .PHONY: run test system venv host lint clean compiled test-compiled bench-sim
@@ -17,7 +18,7 @@ MYPYC_MODULES := $(addprefix gpuyard/scheduler/,baselines.py cycle.py explain.py
 	$(addprefix gpuyard/model/,demand.py placement.py resources.py running.py tenant.py value.py) \
 	gpuyard/sim/engine.py gpuyard/sim/cluster.py
 
-system: ## the system parts: OCI runtimes, a C compiler and Python headers (fake NVML in tests, make compiled), chromium (portal tests)
+system: ## the system parts: OCI runtimes, a C compiler and Python headers (fake NVML in tests, make compiled), chromium (portal tests), CNI plugins + nftables + iproute2 (task networks)
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
