@@ -150,9 +150,11 @@ def test_tenant_settings_from_the_command_line_reach_the_server(server, tmp_path
                "--allow-root", "--policy", "las")
     assert made.returncode == 0, made.stderr
     changed = cli(server, "admin", "tenant", "update", "vision", "--weight", "3",
-                  "--max-gpus-per-user", "1", "--gpu-hour-budget", "10")
+                  "--max-gpus-per-user", "1", "--gpu-hour-budget", "10",
+                  "--allow-internet", "--allow-host-network")
     assert changed.returncode == 0, changed.stderr
     t = server.http.get("/api/v1/tenants/vision").json()
     assert (t["weight"], t["queuePolicy"], t["cpuMilli"], t["memoryMB"]) == (3.0, "las", 4000, 8192)
     assert t["storageRoots"] == [root] and t["allowRoot"] is True
     assert (t["maxGpusPerUser"], t["gpuHourBudget"]) == (1, 10.0)
+    assert (t["allowInternet"], t["allowHostNetwork"]) == (True, True)

@@ -212,6 +212,20 @@ PrivateHooks = Annotated[
         help="May the tenant's webhooks reach loopback, link-local and private addresses?",
     ),
 ]
+Internet = Annotated[
+    bool | None,
+    typer.Option(
+        "--allow-internet/--no-allow-internet",
+        help="May the tenant's tasks reach beyond the cluster (never its nodes or metadata)?",
+    ),
+]
+HostNetwork = Annotated[
+    bool | None,
+    typer.Option(
+        "--allow-host-network/--no-allow-host-network",
+        help="May the tenant's jobs run in the node's network (hostNetwork: true)?",
+    ),
+]
 Settings = Annotated[
     list[str] | None,
     typer.Option(
@@ -234,6 +248,8 @@ TENANT_OPTIONS = {
     "priority_preemption": "priorityPreemption",
     "allow_root": "allowRoot",
     "allow_private_webhooks": "allowPrivateWebhooks",
+    "allow_internet": "allowInternet",
+    "allow_host_network": "allowHostNetwork",
 }
 
 
@@ -268,6 +284,8 @@ def tenant_create(
     priority_preemption: PriorityPreemption = None,
     allow_root: AllowRoot = None,
     allow_private_webhooks: PrivateHooks = None,
+    allow_internet: Internet = None,
+    allow_host_network: HostNetwork = None,
     set_: Settings = None,
     output: OutputOpt = Output.table,
 ) -> None:
@@ -312,6 +330,8 @@ def tenant_update(
     priority_preemption: PriorityPreemption = None,
     allow_root: AllowRoot = None,
     allow_private_webhooks: PrivateHooks = None,
+    allow_internet: Internet = None,
+    allow_host_network: HostNetwork = None,
     set_: Settings = None,
     output: OutputOpt = Output.table,
 ) -> None:
