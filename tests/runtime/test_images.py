@@ -102,6 +102,7 @@ def test_tasks_share_the_image_and_write_to_their_own_upper(
     first = make_launch(
         "cat /etc/marker; test ! -e /etc/os-release && echo no-os-release; "
         "echo mine > /written; cat /written", image="bb:1",
+        workspace_mb=0,  # no quota: its upper layer in the task dir, to look at (diskquota.py)
     )
     assert run_task(runtime, first).reason == TaskReason.COMPLETED
     assert runtime.read_log(first.key) == b"from-the-image\nno-os-release\nmine\n"

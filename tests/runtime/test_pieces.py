@@ -89,7 +89,12 @@ def test_config_limits_namespaces_and_mounts(tmp_path: Path) -> None:
     # bound from what was pinned at launch, never from the spec's path
     assert "rro" in mounts["/data"]["options"] and mounts["/data"]["source"] == "/pinned/data"
     assert "rw" in mounts["/output"]["options"] and mounts["/output"]["source"] == "/pinned/output"
-    assert mounts["/workspace"]["source"] == str(tmp_path / "work")
+    # /workspace: a tmpfs of the task's quota (its memory limit by default), its user's own
+    assert mounts["/workspace"]["type"] == "tmpfs"
+    assert {"size=4096m", "mode=0700", "uid=0"} <= set(mounts["/workspace"]["options"])
+    unlimited = build_config(launch(workspace_mb=0), rootfs, tmp_path / "work")
+    on_disk = {m["destination"]: m for m in unlimited["mounts"]}["/workspace"]
+    assert on_disk["source"] == str(tmp_path / "work")  # a tenant with no quota: the task dir's
     process = config["process"]
     assert process["args"] == ["/bin/sh", "-c", "python train.py"]
     assert process["cwd"] == "/workspace" and process["terminal"] is False

@@ -7,6 +7,9 @@ there (EAGAIN) while the host still forks.
 Found: no disk limits (a task's log grew 12 GB in 30 s). Now a task's log keeps its head and
 tail within its tenant's cap (`logLimitMB`), with a marker where bytes were dropped, and the
 log API (`X-Log-Truncated`, `X-Log-Dropped-Bytes`) and the portal say it was truncated.
+
+Found: `/workspace` writes 1.4 GB/s with no quota. Now `/workspace` and an image root's writes
+are tmpfs of the tenant's `workspaceMB` (by default the task's memory): past it, ENOSPC.
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ import pytest
 
 from gpuyard.runtime.cgroups import CGROUP_ROOT, is_v2, pids_current, pids_max, v1_mounts
 from gpuyard.runtime.executor import ContainerRuntime
+from gpuyard.runtime.overlay import mounted_under
 from gpuyard.runtime.pidfence import default_limit, node_capacity, reserve
 from runtime.conftest import container_host, make_launch, runtime  # noqa: F401 - fixtures
 from runtime.helpers import MakeLaunch, wait_exited, wait_for
+from runtime.test_images import image_files  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.container
 
@@ -44,7 +49,6 @@ try:
 except OSError as e:
     outcome = errno.errorcode[e.errno]
 print(f"forked {n} then {outcome}", flush=True)
-open(os.environ["HOME"] + "/held", "w").close()
 time.sleep(float(sys.argv[1]))
 """
 
@@ -86,8 +90,7 @@ def test_fork_bomb_stops_at_the_node_limit_and_the_host_still_forks(
     command = f"/usr/bin/python3 -c {shlex.quote(BOMB)} 4"
     launch = make_launch(command, data_dir=None, output_dir=None, pids_limit=4096)
     fenced.start(launch)
-    held = fenced.task_dir(launch.key).work / "held"
-    wait_for("the bomb to hold what it got", held.exists)
+    wait_for("the bomb to hold what it got", lambda: b"forked" in fenced.read_log(launch.key))
     current = pids_current(fenced.cgroup_parent)
     assert current is not None and current <= NODE_LIMIT  # the task's own 4096 never reached
     assert subprocess.run(["true"], check=False, timeout=10).returncode == 0  # the host still forks
@@ -160,3 +163,45 @@ def test_log_api_and_portal_say_truncated(server) -> None:
         page = portal.get(f"/jobs/{flood}/log")
     assert page.status_code == 200 and "truncated" in page.text, page.text[:500]
     assert f"{dropped} bytes dropped" in page.text
+
+
+FILL = "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do cat /bin/busybox >> {path} || {{ echo full-at-$i; break; }}; done"
+
+
+def test_workspace_writes_stop_at_the_quota(
+    runtime: ContainerRuntime,  # noqa: F811
+    make_launch: MakeLaunch,  # noqa: F811
+) -> None:
+    """A host-root task writes /workspace past its 16 MiB quota: ENOSPC, the node's disk
+    untouched; once it deletes, it can write again."""
+    fill = FILL.format(path="$HOME/big")
+    command = f"{fill}; stat -c size=%s $HOME/big; rm $HOME/big; echo ok > $HOME/ok && cat $HOME/ok"
+    launch = make_launch(command, workspace_mb=16, data_dir=None, output_dir=None)
+    runtime.start(launch)
+    exit_ = wait_exited(runtime, launch.key, 60)
+    log = runtime.read_log(launch.key).decode()
+    assert exit_.reason == "Completed", exit_.message
+    assert "No space left on device" in log and "full-at-" in log and log.endswith("ok\n"), log
+    size = int(log.split("size=")[1].split()[0])
+    assert 15 << 20 <= size <= 16 << 20, log
+    assert not any(runtime.task_dir(launch.key).work.iterdir())  # nothing on the node's disk
+
+
+def test_image_root_writes_stop_at_the_quota(
+    runtime: ContainerRuntime,  # noqa: F811
+    make_launch: MakeLaunch,  # noqa: F811
+    image_files: dict[str, Path],  # noqa: F811
+) -> None:
+    """An image task writes its root (the overlay's upper layer) past an 8 MiB quota: ENOSPC;
+    the layer is gone with the task's overlay (no mount left, nothing on the node's disk)."""
+    runtime.images.import_file(image_files["rootfs"], "bb:quota")
+    command = FILL.format(path="/big") + "; rm /big; echo fine > /etc/small && cat /etc/small"
+    launch = make_launch(command, image="bb:quota", workspace_mb=8, data_dir=None, output_dir=None)
+    runtime.start(launch)
+    exit_ = wait_exited(runtime, launch.key, 60)
+    log = runtime.read_log(launch.key).decode()
+    assert exit_.reason == "Completed", exit_.message
+    assert "No space left on device" in log and "full-at-" in log and "fine" in log, log
+    assert not (runtime.task_dir(launch.key).path / "upper").exists()
+    runtime.remove(launch.key)
+    assert mounted_under(runtime.tasks_dir) == []

@@ -139,4 +139,5 @@ def build_launch(
         network="host" if spec.host_network else "isolated",
         allow_internet=tenant is not None and tenant.allow_internet,
         log_limit_mb=tenant.log_limit_mb if tenant is not None else DEFAULT_LIMIT_MB,
+        workspace_mb=tenant.workspace_mb if tenant is not None else None,
     )

@@ -96,6 +96,9 @@ class Tenant(Value):
     allow_root: bool = False  # may tasks run as root inside the container?
     seccomp: SeccompMode = SeccompMode.DEFAULT  # the tasks' syscall filter (admins set it)
     log_limit_mb: int = 100  # each task's log keeps its head and tail within this (MiB)
+    # each task's /workspace and image-root writes, MiB each (a tmpfs: counts as memory);
+    # None: the task's memory limit; 0: no quota, on the node's disk (admins set it)
+    workspace_mb: int | None = None
     # the host uid and gid of the tenant's tasks and of the storage roots the platform makes
     # for it; assigned by the store at creation (`tenant_uid`), never chosen by a caller
     uid: int | None = None

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuyard.model import TaskReason
+from gpuyard.runtime.diskquota import quota_mb
 from gpuyard.runtime.errors import LaunchInvalid, RuntimeStartError, TaskStillRunning
 from gpuyard.runtime.exits import tail_lines, with_log
 from gpuyard.runtime.gpusetup import GpuSetup, apply_gpu_setup
@@ -146,7 +147,8 @@ class ContainerRuntime:
         if td is None:
             raise RuntimeStartError("an image root needs the task's state dir")
         image = self.images.resolve(launch.image)
-        return overlay_root(image.lower, td.path, image.config), image.digest
+        root = overlay_root(image.lower, td.path, image.config, quota_mb(launch))
+        return root, image.digest
 
     def _live_keys(self) -> set[str]:
         """Tasks whose exit is not recorded and whose supervisor lives (or is being spawned)."""

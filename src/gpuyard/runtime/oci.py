@@ -12,7 +12,8 @@ What a task gets:
   `gpusetup.apply_gpu_setup`).
 - the root from a `RootfsSource` (host root read-only, or an image's copy-on-write overlay),
   `/data` read-only, `/output` read-write (bound from what `hostdirs` pinned at launch, never
-  from the spec's path), a private writable `/workspace` (its HOME, and its
+  from the spec's path), a private writable `/workspace` (a tmpfs of the task's disk quota,
+  `diskquota.py`; its HOME, and its
   cwd unless the image has a WorkingDir), private tmpfs /tmp, and a /dev/shm as large as its
   memory limit (tmpfs pages count against it anyway).
 - the job's hosts file (`write_hosts_files`): `<address> <role>-<index>` for every task of the
@@ -35,6 +36,7 @@ from typing import Any
 
 from gpuyard.runtime.cgroups import swap_accounting
 from gpuyard.runtime.devices import default_cgroup_devices
+from gpuyard.runtime.diskquota import workspace_mount
 from gpuyard.runtime.env import HOSTS_FILE, WORKDIR, build_env, hostname_of, hosts_text
 from gpuyard.runtime.imageconfig import ImageConfig, process_args
 from gpuyard.runtime.rootfs import Mount, Rootfs, bind
@@ -136,9 +138,12 @@ def system_mounts(memory_mb: int) -> list[Mount]:
     ]
 
 
-def task_mounts(work_dir: Path, pinned: Mapping[str, str]) -> list[Mount]:
-    """/workspace, and the host dirs `hostdirs.mount_host_dirs` pinned (field → pinned path)."""
-    mounts = [bind(str(work_dir), WORKDIR, readonly=False)]
+def task_mounts(
+    work_dir: Path, pinned: Mapping[str, str], workspace: Mount | None = None
+) -> list[Mount]:
+    """/workspace (`workspace`: a tmpfs of the task's quota, `diskquota.py`; else `work_dir`
+    bound), and the host dirs `hostdirs.mount_host_dirs` pinned (field → pinned path)."""
+    mounts = [workspace or bind(str(work_dir), WORKDIR, readonly=False)]
     if "dataDir" in pinned:
         mounts.append(bind(pinned["dataDir"], "/data", readonly=True))
     if "outputDir" in pinned:
@@ -222,13 +227,15 @@ def build_config(
 ) -> dict[str, Any]:
     """The whole config.json for `launch`, rooted at `rootfs`; with the hosts files that
     `write_hosts_files` wrote into `hosts_dir`, if given, and the host dirs pinned for it."""
+    proc = process(launch, rootfs.image)
+    workspace = workspace_mount(launch, proc["user"]["uid"], proc["user"]["gid"])
     mounts = system_mounts(launch.memory_mb) + list(rootfs.mounts)
-    mounts += task_mounts(work_dir, pinned or {})
+    mounts += task_mounts(work_dir, pinned or {}, workspace)
     if hosts_dir is not None:
         mounts += hosts_mounts(hosts_dir, rootfs.readonly)
     return {
         "ociVersion": "1.0.2",
-        "process": process(launch, rootfs.image),
+        "process": proc,
         "root": {"path": str(rootfs.path), "readonly": rootfs.readonly},
         "hostname": hostname(launch.role, launch.index),
         "mounts": mounts,

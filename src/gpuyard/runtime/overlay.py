@@ -1,5 +1,6 @@
 """Copy-on-write task roots: a kernel overlay (lower = an image's unpacked root, upper and work
-dirs in the task's state dir), mounted at `<task_dir>/rootfs` in the host's mount namespace.
+dirs on a detached tmpfs of the task's quota, `diskquota.py`, or without a quota in the task's
+state dir), mounted at `<task_dir>/rootfs` in the host's mount namespace.
 
 The mount is made by `ContainerRuntime.start`, undone by the supervisor once the container is
 deleted, again (idempotently) by `remove()`, and by `hostdirs.sweep_stale_mounts` when a node
@@ -19,6 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuyard.runtime.diskquota import detached_tmpfs
 from gpuyard.runtime.errors import ImageError
 from gpuyard.runtime.imageconfig import ImageConfig
 from gpuyard.runtime.rootfs import Rootfs, tmpfs
@@ -68,17 +70,29 @@ def _fuse_mount(options: str, target: Path) -> None:
         raise ImageError(f"fuse-overlayfs failed: {e.stderr.decode(errors='replace')}") from e
 
 
-def mount_overlay(lower: Path, task_dir: Path) -> OverlayDirs:
-    """Mount the task's copy-on-write root over `lower`; its dirs."""
+def mount_overlay(lower: Path, task_dir: Path, upper_mb: int = 0) -> OverlayDirs:
+    """Mount the task's copy-on-write root over `lower`; its dirs. With `upper_mb`, the upper
+    and work dirs are on a detached tmpfs of that size (`diskquota.py`): the root's writes
+    fail with ENOSPC beyond it, and the tmpfs goes when the overlay is unmounted."""
     dirs = OverlayDirs.of(task_dir)
-    for d in (dirs.merged, dirs.upper, dirs.work):
-        d.mkdir(exist_ok=True)
-    options = _options(lower, dirs)
-    err = _kernel_mount(options, dirs.merged)
-    if err in (errno.EPERM, errno.ENODEV, errno.EINVAL):
-        _fuse_mount(options, dirs.merged)  # e.g. an unprivileged nested container
-    elif err:
-        raise ImageError(f"cannot mount the overlay root of {task_dir.name}: {os.strerror(err)}")
+    quota = detached_tmpfs(upper_mb) if upper_mb > 0 else None
+    try:
+        if quota is not None:  # a path to it for as long as this fd is open
+            on_quota = Path(f"/proc/{os.getpid()}/fd/{quota}")
+            dirs = OverlayDirs(dirs.merged, on_quota / UPPER, on_quota / WORK)
+        for d in (dirs.merged, dirs.upper, dirs.work):
+            d.mkdir(exist_ok=True)
+        options = _options(lower, dirs)
+        err = _kernel_mount(options, dirs.merged)
+        if err in (errno.EPERM, errno.ENODEV, errno.EINVAL):
+            _fuse_mount(options, dirs.merged)  # e.g. an unprivileged nested container
+        elif err:
+            raise ImageError(
+                f"cannot mount the overlay root of {task_dir.name}: {os.strerror(err)}"
+            )
+    finally:
+        if quota is not None:
+            os.close(quota)  # the overlay holds the tmpfs now
     return dirs
 
 
@@ -92,9 +106,10 @@ def unmount(target: Path) -> bool:
     raise OSError(err, f"cannot unmount {target}: {os.strerror(err)}")
 
 
-def overlay_root(lower: Path, task_dir: Path, config: ImageConfig) -> Rootfs:
-    """Mount the overlay and describe it as the container's writable root."""
-    dirs = mount_overlay(lower, task_dir)
+def overlay_root(lower: Path, task_dir: Path, config: ImageConfig, upper_mb: int = 0) -> Rootfs:
+    """Mount the overlay and describe it as the container's writable root (its writes on a
+    tmpfs of `upper_mb` MiB, if given)."""
+    dirs = mount_overlay(lower, task_dir, upper_mb)
     if config.workdir:
         workdir = dirs.merged / config.workdir.lstrip("/")
         with contextlib.suppress(FileExistsError):

@@ -58,6 +58,8 @@ class TaskLaunch:
     network: str = "isolated"
     allow_internet: bool = False  # may it reach beyond the cluster (its tenant's setting)?
     log_limit_mb: int = 100  # the log keeps its head and tail within this (runtime/logcap.py)
+    # /workspace and an image root's writes, MiB each (None: memory_mb; 0: no quota), diskquota.py
+    workspace_mb: int | None = None
     # the tenant's storage roots: data_dir and output_dir are walked beneath one at launch
     storage_roots: tuple[str, ...] = ()
 
