@@ -19,6 +19,7 @@ from fastapi import APIRouter, FastAPI, Request, Response
 
 from gpuyard.api.auth import Unauthenticated, bearer_token, user_for_token
 from gpuyard.api.authz import Forbidden
+from gpuyard.api.schemas import error_responses
 from gpuyard.api.services.metrics import cluster_sample
 from gpuyard.controller import Controller
 from gpuyard.metrics import CONTENT_TYPE, ClusterCollector, WithoutJobs, build_registry, render
@@ -38,7 +39,7 @@ def install_metrics(app: FastAPI, controller: Controller) -> None:
     app.include_router(router)
 
 
-@router.get("/metrics", response_class=Response)
+@router.get("/metrics", response_class=Response, responses=error_responses(401, 403))
 def metrics(request: Request) -> Response:
     """Every gpuyard metric (docs/observability.md), read now."""
     state = request.app.state
