@@ -50,6 +50,7 @@ from gpuyard.runtime.oci import CGROUP_PARENT, build_config, cgroup_path, write_
 from gpuyard.runtime.ociruntime import OciRuntime, pick_runtime, starts_in_process
 from gpuyard.runtime.overlay import overlay_root
 from gpuyard.runtime.pidfence import try_fence_node_pids
+from gpuyard.runtime.privatedir import private_dir
 from gpuyard.runtime.procwait import wait_pid_ready
 from gpuyard.runtime.pullwait import WaitingTasks
 from gpuyard.runtime.rootfs import HostRootfs, Rootfs, host_paths_from_env
@@ -89,6 +90,8 @@ class ContainerRuntime:
         network: NetConfig | None = None,  # the task subnet (None: $GPUYARD_TASK_SUBNET or default)
     ) -> None:
         self.state_root = Path(state_root).resolve()
+        if (was := private_dir(self.state_root)) is not None:  # env secrets, logs: root only
+            log.warning("state root %s was mode %o; made 0700", self.state_root, was)
         self.mps = mps or MpsDaemons(self.state_root / "mps")  # shared GPUs' daemons
         self.gpu_setup = gpu_setup or GpuSetup.from_env()
         self.tasks_dir = self.state_root / "tasks"
