@@ -5,7 +5,9 @@ the log is rewritten), and through a pipe as the supervisor pumps it."""
 from __future__ import annotations
 
 import os
+import select
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,3 +78,26 @@ def test_a_small_log_is_whole(tmp_path: Path) -> None:
     cap.write(b"hello\n")
     cap.close()
     assert (tmp_path / "log").read_bytes() == b"hello\n" and dropped_bytes(tmp_path / "log") == 0
+
+
+def test_the_pump_keeps_to_its_rate(tmp_path: Path) -> None:
+    """A flood is moved at most `rate` bytes a second (the supervisor's CPU is not the
+    task's): 3 rates' worth takes the supervisor's loop more than 2 s."""
+    rate = 64 << 10
+    pump = LogPump(CappedLog(tmp_path / "log", MIB), rate=rate)
+    writer = os.fork()
+    if writer == 0:
+        os.close(pump.read_end)
+        os.write(pump.write_end, b"x" * (3 * rate))
+        os._exit(0)
+    pump.close_write_end()
+    started = time.monotonic()
+    while not pump.eof:  # as the supervisor's wait loop does
+        wait = pump.wait_s()
+        ready, _, _ = select.select(pump.fds(), [], [], wait if wait > 0 else 1.0)
+        if ready:
+            pump.pump_ready()
+    took = time.monotonic() - started
+    os.waitpid(writer, 0)
+    pump.close()
+    assert took >= 2.0 and (tmp_path / "log").stat().st_size == 3 * rate

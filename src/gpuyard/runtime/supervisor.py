@@ -248,7 +248,7 @@ class Supervisor:
         pidfd = os.pidfd_open(init_pid)
         try:
             while True:
-                timeout = self._escalate(init_pid)
+                timeout = min(self._escalate(init_pid), self._pump_wait())
                 watched = [pidfd, self.stop.wake_r, *self._pump_fds()]
                 ready, _, _ = select.select(watched, [], [], timeout)
                 self.stop.drain()
@@ -262,6 +262,12 @@ class Supervisor:
 
     def _pump_fds(self) -> list[int]:
         return self.pump.fds() if self.pump is not None else []
+
+    def _pump_wait(self) -> float:
+        """While the log pump's rate is used up (logcap.py), the seconds until it reads
+        again; else POLL_S (it is selected on then)."""
+        wait = self.pump.wait_s() if self.pump is not None else 0.0
+        return wait if wait > 0 else POLL_S
 
     def _end_pump(self, timeout_s: float) -> None:
         """The rest of the output into the log (the container's writers end with it)."""
