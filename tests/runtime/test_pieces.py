@@ -83,7 +83,7 @@ def test_config_limits_namespaces_and_mounts(tmp_path: Path) -> None:
     assert linux["resources"]["cpu"]["quota"] == 250_000
     assert linux["resources"]["cpu"]["period"] == 100_000
     assert linux["resources"]["pids"]["limit"] == 99
-    assert {n["type"] for n in linux["namespaces"]} == {"pid", "mount", "uts", "ipc"}
+    assert {n["type"] for n in linux["namespaces"]} == {"pid", "mount", "uts", "ipc", "network"}
     mounts = {m["destination"]: m for m in config["mounts"]}
     assert "/sys/fs/cgroup" not in mounts and "/usr" in mounts
     # bound from what was pinned at launch, never from the spec's path
