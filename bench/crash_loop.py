@@ -10,7 +10,9 @@ on the same data dir and port. Then it waits for every job to end and reports:
 - duplicated: runs of one job attempt's command more than once (lines in its file beyond
   its attempts), and jobs that needed more than one attempt;
 - orphans once every job ended and the server released its tasks: containers crun/runc
-  still knows, task cgroups under `/gpuyard`, mounts under the data dir, task dirs left.
+  still knows, task cgroups under `/gpuyard`, mounts under the data dir, task dirs left; and
+  once the server stopped, the node's network namespaces (`/run/netns/gpy-<node tag>-*`)
+  and task network claims left (a stopped node with no task keeps none, spares included).
 
 Usage: .venv/bin/python bench/crash_loop.py [--restarts 30] [--jobs 60] [--seed 0]
 (`tests/security/test_crash_safety.py` runs a short version of the same loop.)
@@ -32,6 +34,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import httpx
+
+from gpuyard.runtime.tasknet import node_tag
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 RUNTIME_ROOTS = (Path("/run/gpuyard/crun"), Path("/run/gpuyard/runc"))
@@ -59,11 +63,13 @@ class Report:
     orphan_cgroups: list[str] = field(default_factory=list)
     orphan_mounts: list[str] = field(default_factory=list)
     orphan_task_dirs: list[str] = field(default_factory=list)
+    orphan_netns: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
         return not (self.lost or self.duplicated or self.orphan_containers
-                    or self.orphan_cgroups or self.orphan_mounts or self.orphan_task_dirs)
+                    or self.orphan_cgroups or self.orphan_mounts or self.orphan_task_dirs
+                    or self.orphan_netns)
 
 
 class Server:
@@ -176,6 +182,16 @@ def orphans(report: Report, data: Path, ids: set[str]) -> None:
             report.orphan_mounts.append(point)
 
 
+def orphan_networks(report: Report, data: Path) -> None:
+    """The node's network namespaces and claims left once the server stopped."""
+    prefix = f"gpy-{node_tag(data / 'node')}-"
+    netns = Path("/run/netns")
+    report.orphan_netns = sorted(n.name for n in netns.iterdir() if n.name.startswith(prefix)
+                                 ) if netns.exists() else []
+    claims = data / "node" / "net" / "claims"
+    report.orphan_netns += sorted(f"claim {p.name}" for p in claims.glob("*.json"))
+
+
 def judge(report: Report, jobs: dict[str, dict], ids: list[str], out: Path) -> None:
     for job_id in ids:
         job = jobs.get(job_id)
@@ -207,6 +223,7 @@ def run(restarts: int, jobs: int, seed: int, workdir: Path) -> Report:
         orphans(report, data, set(ids))
     finally:
         server.stop()
+    orphan_networks(report, data)
     report.seconds = round(time.monotonic() - began, 1)
     return report
 

@@ -3,51 +3,34 @@
 Tasks get a network namespace of their own on their node's bridge (`runtime/tasknet.py`), from
 the node's task subnet. Tests run one after another, often next to other test runs on the same
 machine, and a runtime a test forgets to close keeps its bridge: so every test gets a random
-/24 (`GPUYARD_TASK_SUBNET`, for ContainerRuntime and `gpuyard up`) and /16 (`GPUYARD_TASK_NETWORK`,
-a Ray cluster's) of 10.128.0.0/9, and after it whatever gpuyard left on them is removed: the
-nodes' namespaces, nftables tables and bridges (found by the bridge's address).
+/24 of 10.128.0.0/10 (`GPUYARD_TASK_SUBNET`, for ContainerRuntime and `gpuyard up`) and /16 of
+10.192.0.0/10 (`GPUYARD_TASK_NETWORK`, a Ray cluster's), and after it what its own nodes left
+is removed: the namespaces, nftables tables and bridges named by the tags of the nodes whose
+state roots lie under the test's tmp dir (`nodes_under`), never another test run's.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import json
-import os
 import random
 import subprocess
 from pathlib import Path
 
-SYS_NET = Path("/sys/class/net")
+from gpuyard.runtime.tasknet import node_tag
+
 NETNS = Path("/run/netns")
 
 
 def random_subnets() -> tuple[str, str]:
-    """A /24 and a /16 of 10.128.0.0/9, not overlapping each other."""
-    second = random.randrange(128, 255)
-    other = random.choice([n for n in range(128, 255) if n != second])
-    return f"10.{second}.{random.randrange(256)}.0/24", f"10.{other}.0.0/16"
+    """A /24 of 10.128.0.0/10 (one node) and a /16 of 10.192.0.0/10 (a cluster)."""
+    return (f"10.{random.randrange(128, 192)}.{random.randrange(256)}.0/24",
+            f"10.{random.randrange(192, 255)}.0.0/16")
 
 
-def _bridge_nets(name: str) -> list[ipaddress.IPv4Network]:
-    done = subprocess.run(["ip", "-j", "-4", "addr", "show", "dev", name],
-                          capture_output=True, text=True, check=False)
-    nets = []
-    for link in json.loads(done.stdout or "[]"):
-        for a in link.get("addr_info", []):
-            nets.append(ipaddress.IPv4Network(f"{a['local']}/{a['prefixlen']}", strict=False))
-    return nets
-
-
-def node_tags_in(*subnets: str) -> list[str]:
-    """Tags of the gpuyard bridges whose address lies in one of `subnets`."""
-    if os.geteuid() != 0 or not SYS_NET.exists():
-        return []
-    wanted = [ipaddress.IPv4Network(s) for s in subnets]
-    tags = []
-    for link in sorted(SYS_NET.glob("gpy-*")):
-        if any(n.subnet_of(w) for n in _bridge_nets(link.name) for w in wanted):
-            tags.append(link.name[len("gpy-"):])
-    return tags
+def nodes_under(root: Path, depth: int = 4) -> list[str]:
+    """Tags of the nodes whose state root lies under `root` and that made a task network."""
+    found = [p.parent for d in range(depth) for p in root.glob("/".join(["*"] * d + ["net"]))
+             if p.is_dir()]
+    return sorted({node_tag(state_root) for state_root in found})
 
 
 def remove_node_network(tag: str) -> None:

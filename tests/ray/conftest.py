@@ -28,7 +28,7 @@ from e2e.conftest import Server
 from gpuyard.runtime.ociruntime import OciRuntime
 from gpuyard.runtime.rootfs import HOST_PATHS_ENV
 from gpuyard.runtime.taskdir import TaskDir, read_json
-from tasknetworks import node_tags_in, random_subnets, remove_node_network
+from tasknetworks import nodes_under, random_subnets, remove_node_network
 
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 # the training job runs this venv's python, whose interpreter lives outside the host's system
@@ -84,7 +84,7 @@ class RayCluster:
         for name in NODES:
             kill_tasks(self.node_root(name))
         self.cluster.shutdown()
-        for tag in node_tags_in(self.task_network):  # agents die without closing their nodes
+        for tag in nodes_under(self.data_dir):  # agents die without closing their nodes
             remove_node_network(tag)
 
 

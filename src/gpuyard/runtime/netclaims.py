@@ -108,16 +108,17 @@ def _still_linked(fd: int, path: Path) -> bool:
     return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
 
 
-def sweep_claims(claims: Path, tasks_dir: Path) -> int:
+def sweep_claims(claims: Path, tasks_dir: Path, orphan_after_s: float = ORPHAN_CLAIM_S) -> int:
     """Tear down the claims of tasks that ended (exit.json) or never came (no task dir, older
-    than ORPHAN_CLAIM_S); how many went. A task dir without an exit is left to the runtime,
-    which records a lost supervisor's exit and releases its claim."""
+    than `orphan_after_s`: a start may be on its way meanwhile); how many went. A task dir
+    without an exit is left to the runtime, which records a lost supervisor's exit and
+    releases its claim."""
     gone = 0
     now = time.time()
     for path in _json_files(claims):
         task = tasks_dir / path.stem
         try:
-            old = now - path.stat().st_mtime > ORPHAN_CLAIM_S
+            old = now - path.stat().st_mtime >= orphan_after_s
         except FileNotFoundError:
             continue
         if (task / "exit.json").exists() or (not task.exists() and old):

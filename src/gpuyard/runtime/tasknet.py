@@ -136,14 +136,18 @@ class TaskNetworks:
                 log.info("removed %d task network namespaces or leases left by a crash", gone)
 
     def close(self) -> None:
-        """Stop the pool and tear its spares down; with no task left holding a namespace, the
-        rules, routes and bridge go too (made again by the next task)."""
+        """Stop the pool and tear its spares down, and the claims of tasks that never came
+        (no start is on its way once the node closes); with no task left holding a namespace,
+        the rules, routes and bridge go too (made again by the next task)."""
         self.pool.close()
         for record in self.pool.records():
             with contextlib.suppress(OSError):
                 netclaims.release_netns(netclaims.read_record(record) or {})
                 record.unlink()
-        if not self.dir.exists() or any(self.claims.glob("*.json")):
+        if not self.dir.exists():
+            return
+        netclaims.sweep_claims(self.claims, self.tasks_dir, orphan_after_s=0)
+        if any(self.claims.glob("*.json")):
             return
         with contextlib.suppress(OSError):
             nftrules.run(nftrules.drop_tables(self.table))
