@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,8 @@ DEFAULT_SUBNET = "10.213.0.0/24"
 SUBNET_ENV = "GPUYARD_TASK_SUBNET"
 HOST = "host"  # TaskLaunch.network: the host's network namespace (hostNetwork: true)
 NET_FILE = "net.json"  # in the task dir: its claim, namespace and rules
-POOL_SIZE = 2
+POOL_SIZE = 4  # spare namespaces per node (an idle one is a veth and a few KiB)
+MAKE_AT_ONCE = 4  # a claim with no spare left makes this many in parallel (plugin execs)
 
 
 class NetworkUnavailable(OSError):
@@ -161,20 +163,21 @@ class TaskNetworks:
     # --- tasks ----------------------------------------------------------------------------
 
     def claim(self, keys: list[str]) -> dict[str, str]:
-        """Key → the address of the namespace claimed for it (the same one if asked again)."""
+        """Key → the address of the namespace claimed for it (the same one if asked again):
+        a spare if there is one, else made now (several at once for a large job)."""
         self.ensure()
+        paths = {key: self.claims / f"{check_key(key)}.json" for key in keys}
+        missing = [p for p in paths.values() if not p.exists() and not self.pool.take(p)]
+        if missing:
+            with ThreadPoolExecutor(min(MAKE_AT_ONCE, len(missing))) as workers:
+                list(workers.map(self._make_claim, missing))
+        self.pool.wake()
         out = {}
-        for key in keys:
-            path = self.claims / f"{check_key(key)}.json"
+        for key, path in paths.items():
             record = netclaims.read_record(path)
-            if record is None:
-                if not self.pool.take(path):
-                    self._make_claim(path)
-                record = netclaims.read_record(path)
             if record is None:
                 raise NetworkUnavailable(f"the network claim of {key} cannot be read")
             out[key] = str(record["address"])
-        self.pool.wake()
         return out
 
     def _make_claim(self, path: Path) -> None:
