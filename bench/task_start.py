@@ -5,11 +5,16 @@ into the node's image store, then N times, interleaved (the order rotates each r
 runner follows each other equally often; between runs the previous one's leftovers, such as
 podman's asynchronous `container cleanup`, are waited out, outside the numbers):
   1. ours: `ContainerRuntime.start(launch)` of a task on that image, the real node path
-     (image resolve, overlay mount, OCI config, supervisor, `crun create`, then the start:
-     crun's exec fifo released by the supervisor, docs/runtime.md);
+     (image resolve, overlay mount, OCI config, its network namespace taken from the node's
+     spare pool, supervisor, `crun create` while its nftables elements go in, then the start:
+     crun's exec fifo released by the supervisor, docs/runtime.md), as a tenant's own uid;
   2. bare: `crun run` of the same OCI config on the same unpacked rootfs (read-only lower dir,
-     no overlay, no supervisor), one synchronous process; and the same without the task's
-     seccomp filter (`linux.seccomp`, docs/runtime.md), to show what the filter costs;
+     no overlay, no supervisor, a new empty network namespace made by crun), one synchronous
+     process; and the same without the task's seccomp filter (`linux.seccomp`,
+     docs/runtime.md), to show what the filter costs;
+  2b. ours and bare in the host's network namespace (`hostNetwork`), to show what a network
+     of its own costs each, and ours on a node that keeps no spare namespaces (each start makes
+     its own: `ip netns add` and the CNI plugins on the path);
   3. podman (when installed): `podman run --rm --network none` of the same image.
 
 "Scheduled" is the moment the runtime is asked (just before `start()` / spawning crun or
@@ -42,17 +47,23 @@ import tarfile
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
+from gpuyard.model.tenant import tenant_uid
 from gpuyard.runtime.executor import ContainerRuntime
 from gpuyard.runtime.oci import build_config
 from gpuyard.runtime.rootfs import Rootfs, tmpfs
+from gpuyard.runtime.tasknet import POOL_SIZE, NetConfig
 from gpuyard.runtime.types import TaskLaunch, TaskPhase
 
 BUSYBOX = Path("/bin/busybox")
 IMAGE = "bench-busybox:1"
 COMMAND = "echo $EPOCHREALTIME > /output/ready"
 WARMUP = 3
+TENANT_UID = tenant_uid(0)  # tasks run as a tenant's own uid (issue 15, item 2)
+SPARELESS_SUBNET = "10.212.255.0/24"  # the second node's (the first has the default)
+POOL_WAIT_S = 5.0  # before a run, outside the numbers: the node's spare namespaces are made
 WAIT_S = 30.0
 SETTLE_S = 0.05  # between runs, outside the numbers: the previous run's exits finish first
 PODMAN_CONF = (
@@ -94,26 +105,36 @@ def read_marker(output: Path) -> float:
     return value
 
 
-def launch(key: str, output: Path, image: str | None = IMAGE, seccomp: str = "default"
-           ) -> TaskLaunch:
+def launch(key: str, output: Path, image: str | None = IMAGE, seccomp: str = "default",
+           network: str = "isolated") -> TaskLaunch:
     return TaskLaunch(
         key=key, job_id="bench", job_name="bench", role="main", index=0, attempt=1,
         command=COMMAND, cpu=1.0, memory_mb=256, output_dir=str(output), image=image,
         seccomp=seccomp, storage_roots=(str(output),),  # /output is walked beneath it
+        network=network, run_as=(TENANT_UID, TENANT_UID),
     )
 
 
 class Ours:
     """Tasks through the node's ContainerRuntime; waits on its start/exit hints."""
 
-    def __init__(self, rt: ContainerRuntime, output: Path, seccomp: str = "default") -> None:
-        self.rt, self.output, self.seccomp = rt, output, seccomp
+    def __init__(self, rt: ContainerRuntime, output: Path, seccomp: str = "default",
+                 network: str = "isolated") -> None:
+        self.rt, self.output, self.seccomp, self.network = rt, output, seccomp, network
         self.changed = threading.Event()
         rt.watch(self.changed.set)
         self.returned: list[float] = []
         self.reported: list[float] = []
         self.recorded: list[float] = []  # supervisor.pid written (mtime)
         self.created: list[float] = []  # container.pid written by `<rt> create` (mtime)
+
+    def settle(self) -> None:
+        """Wait (outside the numbers) until the node's spare namespaces are made again: their
+        CNI plugins would otherwise run during the next runner's start."""
+        pool = self.rt.network.pool
+        deadline = time.monotonic() + POOL_WAIT_S
+        while len(pool.records()) < POOL_SIZE and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def reset(self) -> None:
         """Forget the warm-up runs."""
@@ -143,9 +164,9 @@ class Ours:
         raise RuntimeError(f"task {key} did not end within {WAIT_S:g}s")
 
     def run(self, i: int) -> float:
-        key = f"bench-{self.seccomp}-{os.getpid()}-{i}"
+        key = f"bench-{self.seccomp}-{self.network}-{os.getpid()}-{i}"
         t0 = time.time()
-        self.rt.start(launch(key, self.output, seccomp=self.seccomp))
+        self.rt.start(launch(key, self.output, seccomp=self.seccomp, network=self.network))
         t_returned = time.time()
         self.wait_exit(key)
         started_at = self.rt.status(key).started_at or float("nan")
@@ -163,8 +184,9 @@ class Bare:
     """`crun run` of the same config on the unpacked lower dir (read-only, no overlay)."""
 
     def __init__(self, rt: ContainerRuntime, base: Path, output: Path,
-                 seccomp: str = "default") -> None:
+                 seccomp: str = "default", network: str = "isolated") -> None:
         self.seccomp = seccomp  # "unconfined": the same config without the syscall filter
+        self.network = network  # "host": the host's network namespace, else a new empty one
         image = rt.images.resolve(IMAGE)
         self.rootfs = Rootfs(image.lower, readonly=True, mounts=(tmpfs("/tmp", "mode=1777"),),
                              image=image.config)
@@ -174,7 +196,8 @@ class Bare:
         key = f"bare-{os.getpid()}-{i}"
         bundle = self.base / key
         (bundle / "work").mkdir(parents=True)
-        config = build_config(launch(key, self.output, seccomp=self.seccomp), self.rootfs,
+        task = launch(key, self.output, seccomp=self.seccomp, network=self.network)
+        config = build_config(task, self.rootfs,
                               bundle / "work", pinned={"outputDir": str(self.output)})
         (bundle / "config.json").write_text(json.dumps(config))
         t0 = time.time()
@@ -246,6 +269,20 @@ def row(name: str, xs: list[float], base: float | None) -> str:
     return f"{name:<44} {p50 * 1000:8.1f} ms {p95 * 1000:8.1f} ms   {ratio}"
 
 
+def network_runners(runners: dict, rt: ContainerRuntime, base: Path, output: Path,
+                    rootfs_tar: Path) -> list[Ours]:
+    """Ours and bare in the host's network (what a network of its own costs each), and ours on
+    a node without spare namespaces (what they save): added to `runners`; the new nodes."""
+    hostnet = Ours(rt, output, network="host")
+    barehost = Bare(rt, base / "barehost", output, network="host")
+    spareless = ContainerRuntime(base / "spareless", runtime=rt.name,
+                                 network=replace(NetConfig.of(SPARELESS_SUBNET), spares=0))
+    spareless.images.import_file(rootfs_tar, IMAGE)
+    cold = Ours(spareless, output)
+    runners.update(hostnet=hostnet.run, barehost=barehost.run, cold=cold.run)
+    return [hostnet, cold]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=100)
@@ -262,14 +299,17 @@ def main() -> int:
         base = Path(tmp)
         output = base / "output"
         output.mkdir()
+        os.chown(output, TENANT_UID, TENANT_UID)  # the tasks' uid writes its marker there
         rootfs_tar = build_rootfs_tar(base)
         rt = ContainerRuntime(base / "state", runtime=args.runtime)
         rt.images.import_file(rootfs_tar, IMAGE)
+        rt.network.ensure()
+        rt.network.pool.wake()  # the spare namespaces, made as a node makes them after a start
         ours, bare = Ours(rt, output), Bare(rt, base / "bare", output)
         plain = Bare(rt, base / "plain", output, seccomp="unconfined")
         free = Ours(rt, output, seccomp="unconfined")  # what the filter costs ours
         runners = {"ours": ours.run, "bare": bare.run, "plain": plain.run, "free": free.run}
-        nodes = [ours, free]
+        nodes = [ours, free, *network_runners(runners, rt, base, output, rootfs_tar)]
         if args.exec_too:
             slow = ContainerRuntime(base / "slow", runtime=args.runtime, fork_supervisors=False)
             slow.images.import_file(rootfs_tar, IMAGE)
@@ -285,6 +325,7 @@ def main() -> int:
                     ours.reset()
                 names = list(runners)
                 for name in names[i % len(names):] + names[:i % len(names)]:  # each follows each
+                    ours.settle()
                     value = runners[name](i)
                     time.sleep(SETTLE_S)
                     if i >= WARMUP:
@@ -309,6 +350,9 @@ def report(args: argparse.Namespace, rt: ContainerRuntime, samples: dict[str, li
     print(row(f"bare: {rt.name} run, same config and rootfs", samples["bare"], base))
     print(row(f"bare {rt.name} run without the seccomp filter", samples["plain"], base))
     print(row("ours without the seccomp filter", samples["free"], base))
+    print(row("ours in the host's network (hostNetwork)", samples["hostnet"], base))
+    print(row(f"bare {rt.name} run in the host's network", samples["barehost"], base))
+    print(row("ours, no spare namespaces (made per start)", samples["cold"], base))
     plain = pct(samples["plain"], 50)
     print(f"ours / bare without the filter: {pct(samples['ours'], 50) / plain:.2f}x")
     if "exec" in samples:

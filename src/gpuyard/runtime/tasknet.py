@@ -57,6 +57,7 @@ class NetworkUnavailable(OSError):
 class NetConfig:
     subnet: str  # this node's task subnet
     pool: str  # every node's task subnets together (the cluster's task network)
+    spares: int = POOL_SIZE  # namespaces made ahead (0: each start makes its own)
 
     @classmethod
     def of(cls, subnet: str | None = None, pool: str | None = None) -> NetConfig:
@@ -85,7 +86,7 @@ class TaskNetworks:
         self.cluster_file = self.dir / "cluster.json"
         self.cni = cni.bridge_config(f"gpuyard-{tag}", self.bridge, config.subnet, self.ipam)
         self.pool = NetnsPool(
-            self.dir / "pool", self._make, netclaims.release_netns, POOL_SIZE, self._tick
+            self.dir / "pool", self._make, netclaims.release_netns, config.spares, self._tick
         )
         self._lock = threading.Lock()
         self._ready = False
