@@ -235,6 +235,30 @@ def test_ended_and_removed_tasks_leave_no_namespace_or_rule(
     assert not Path(f"/sys/class/net/{node.network.bridge}").exists()
 
 
+def test_tables_flushed_under_running_tasks_come_back_with_their_elements(
+    node: ContainerRuntime, tmp_path: Path
+) -> None:
+    """`nft flush ruleset` (a firewall reload) would leave running tasks unfenced: the node
+    notices (every 30 s) and when it starts again, and applies its rules and the tasks'
+    elements anew."""
+    tasks = started(node, job(node, tmp_path, "fenced", ["sleep 30", "sleep 30"]))
+    wait_running(node, tasks[1].key)
+    table = node.network.table
+    assert not node.network.check_rules()  # nothing to do while the tables are there
+    drop = ["nft", "delete", "table"]
+    for family in ("inet", "bridge"):
+        subprocess.run([*drop, family, table], check=True)
+    assert node.network.check_rules()
+    assert len(nft_elements(table, "inet", "pairs")) == 2
+    assert len(nft_elements(table, "bridge", "pairs")) == 2
+    for family in ("inet", "bridge"):
+        subprocess.run([*drop, family, table], check=True)
+    again = ContainerRuntime(node.state_root, runtime="crun")  # the node starts again
+    assert len(nft_elements(table, "inet", "pairs")) == 2
+    again.close()  # tasks still hold their namespaces: the tables stay
+    assert len(nft_elements(table, "inet", "pairs")) == 2
+
+
 def test_a_lost_supervisors_namespace_goes_with_its_recorded_exit(
     node: ContainerRuntime, tmp_path: Path
 ) -> None:

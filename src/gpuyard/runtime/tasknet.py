@@ -125,6 +125,32 @@ class TaskNetworks:
 
     def _tick(self) -> None:
         netclaims.sweep_claims(self.claims, self.tasks_dir)
+        self.check_rules()
+
+    def check_rules(self) -> bool:
+        """With tasks running here and the node's tables gone, `restore` them; whether it
+        had to (the pool's thread asks every 30 s)."""
+        if not self._claimed_rules() or nftrules.tables_present(self.table):
+            return False
+        log.warning("the task network's nftables tables %s are gone (a flushed ruleset?): "
+                    "applying them and the tasks' elements again", self.table)
+        self.restore()
+        return True
+
+    def _claimed_rules(self) -> list[str]:
+        """The nftables elements of every task attached to a claimed namespace (one entry per
+        task, "" for one without elements): empty when no task runs here."""
+        records = (netclaims.read_record(p) for p in sorted(self.claims.glob("*.json")))
+        return [str(r["up"]) for r in records if r is not None and "up" in r]
+
+    def restore(self) -> None:
+        """The node's rules and every running task's elements, applied again: when a node
+        starts with tasks running, and when its tables vanished (`nft flush ruleset`, a
+        firewall reload) while tasks ran, which would leave them unfenced until then."""
+        with self._lock:
+            self._ready = False
+        self.ensure()
+        nftrules.run("".join(self._claimed_rules()))
 
     def sweep(self) -> None:
         """What a crash left (a node starts): ended or never-started tasks' claims, and
@@ -132,6 +158,8 @@ class TaskNetworks:
         if not self.dir.exists():
             return  # never used here
         with contextlib.suppress(OSError):
+            if self._claimed_rules():  # tasks run on: their fences, whatever happened meanwhile
+                self.restore()
             gone = netclaims.sweep_claims(self.claims, self.tasks_dir)
             referenced = netclaims.referenced_netns(self.claims, self.pool.dir)
             gone += netclaims.sweep_unreferenced(self.prefix, referenced, self.cni, self.ipam)
@@ -204,8 +232,8 @@ class TaskNetworks:
         path = self.claims / f"{launch.key}.json"
         record = netclaims.read_record(path) or {}
         args = (self.table, address, peers, launch.allow_internet)
-        write_json(path, {**record, "table": self.table, "down": nftrules.task_down(*args)})
-        up = nftrules.task_up(*args)
+        up, down = nftrules.task_up(*args), nftrules.task_down(*args)
+        write_json(path, {**record, "table": self.table, "up": up, "down": down})
         write_json(task_dir / NET_FILE, {"claim": str(path), "up": up, "address": address})
         join_netns(config, netns.path(str(record["netns"])))
 
