@@ -14,6 +14,10 @@ raised by `start`. Overlays of tasks that are no longer live are unmounted when 
 
 A launch with real GPUs gets their device nodes, device cgroup rules and driver libraries
 (CDI, else the NVIDIA hook) through `gpusetup.apply_gpu_setup`, as `gpu_setup` directs.
+
+Every task but a `hostNetwork` one runs in a network namespace of its own, which the node holds
+for it from `claim_addresses` (before its job's tasks start) until its exit is recorded or it is
+removed (`tasknet.py`: the node's bridge, addresses, nftables rules and spare namespaces).
 """
 
 from __future__ import annotations
