@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -35,7 +36,7 @@ import pytest
 
 from e2e.conftest import Server
 from gpuyard.model import TaskReason
-from gpuyard.runtime import netclaims
+from gpuyard.runtime import netclaims, nftrules
 from gpuyard.runtime.executor import ContainerRuntime
 from gpuyard.runtime.tasknet import NetConfig, node_tag
 from gpuyard.runtime.types import TaskLaunch, TaskPeer
@@ -178,6 +179,26 @@ def test_a_task_reaches_itself_on_its_loopback_and_its_address(
                f"while [ ! -e {ready_file} ]; do sleep 0.05; done; {probe_command(targets)}")
     result = run_probe(node, started(node, [replace(task, command=command)])[0])
     assert result == {"loopback": "self", "address": "self"}, result
+
+
+def test_a_dead_nodes_tables_on_the_same_subnet_do_not_cut_a_new_nodes_tasks_off(
+    node: ContainerRuntime, tmp_path: Path
+) -> None:
+    """Tables left by a node that is gone (its bridge too) still drop bridged packets of their
+    subnet; a node given that subnet later removes them when it sets its network up."""
+    tag = f"dead{secrets.token_hex(2)}"
+    config = node.network.config
+    nftrules.run(nftrules.node_rules(f"gpuyard_{tag}", f"gpy-{tag}", config.subnet, config.pool))
+    try:
+        sibling, probe = job(node, tmp_path, "after", [listener(tmp_path, "sibling"), "true"])
+        targets = {"sibling": (sibling.peers[0].address, PORT)}
+        started(node, [sibling])
+        ready(tmp_path, "sibling")
+        result = run_probe(node, started(node, [replace(probe, command=probe_command(targets))])[0])
+        assert result == {"sibling": "sibling"}, result
+        assert not nftrules.tables_present(f"gpuyard_{tag}")
+    finally:
+        nftrules.run(nftrules.drop_tables(f"gpuyard_{tag}"))
 
 
 def test_a_tenant_allowed_the_internet_reaches_it_and_still_not_the_host(

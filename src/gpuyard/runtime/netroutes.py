@@ -86,6 +86,15 @@ def apply(wanted: Mapping[str, str], had: Mapping[str, str]) -> None:
             _ip("route", "del", str(ipaddress.IPv4Network(subnet)), "via", had[subnet])
 
 
+def ensure_bridge(name: str, mtu: int | None) -> None:
+    """The node's bridge, up (made here, not by the first CNI ADD, so that the node's tables
+    never exist without it: a gpuyard table without its bridge is a dead node's)."""
+    if Path(f"/sys/class/net/{name}").exists():
+        return
+    _ip("link", "add", name, *(("mtu", str(mtu)) if mtu else ()), "type", "bridge")
+    _ip("link", "set", name, "up")
+
+
 def delete_link(name: str) -> None:
     """Remove the interface `name` (the node's bridge, once no task uses it)."""
     _ip("link", "del", name)

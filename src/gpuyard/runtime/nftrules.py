@@ -32,6 +32,7 @@ flushed and refilled in one transaction, sets keep their elements (running tasks
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import subprocess
 from collections.abc import Iterable
@@ -192,6 +193,30 @@ def finish(proc: subprocess.Popen[bytes]) -> None:
         proc.stderr.close()
     if proc.returncode != 0:
         raise NftError(f"nft refused the rules: {err.decode(errors='replace').strip()[:500]}")
+
+
+def stale_tables(own: str) -> list[str]:
+    """Other nodes' gpuyard tables whose bridge is gone (a node that died, or half cleaned):
+    their subnet-keyed bridge rules would still drop the traffic of a node given that subnet
+    later."""
+    try:
+        done = subprocess.run(
+            ["nft", "list", "tables"],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    names = {line.split()[-1] for line in done.stdout.splitlines() if line.startswith("table")}
+    return sorted(
+        n
+        for n in names
+        if n.startswith("gpuyard_")
+        and n != own
+        and not os.path.exists(f"/sys/class/net/gpy-{n[len('gpuyard_') :]}")
+    )
 
 
 def tables_present(table: str) -> bool:

@@ -117,6 +117,10 @@ class TaskNetworks:
         mtu = netroutes.uplink_mtu()
         if mtu:
             self.cni = {**self.cni, "mtu": mtu}
+        netroutes.ensure_bridge(self.bridge, mtu)
+        for stale in nftrules.stale_tables(self.table):
+            log.info("removing nftables tables %s of a task network that is gone", stale)
+            nftrules.run(nftrules.drop_tables(stale))
         rules = nftrules.node_rules(self.table, self.bridge, self.config.subnet, self.config.pool)
         nftrules.run(rules + nftrules.nodes_rules(self.table, self._cluster()["nodes"]))
 
@@ -132,8 +136,11 @@ class TaskNetworks:
         had to (the pool's thread asks every 30 s)."""
         if not self._claimed_rules() or nftrules.tables_present(self.table):
             return False
-        log.warning("the task network's nftables tables %s are gone (a flushed ruleset?): "
-                    "applying them and the tasks' elements again", self.table)
+        log.warning(
+            "the task network's nftables tables %s are gone (a flushed ruleset?): "
+            "applying them and the tasks' elements again",
+            self.table,
+        )
         self.restore()
         return True
 
