@@ -31,9 +31,6 @@ from gpuyard.runtime.taskdir import TaskDir, read_json
 from tasknetworks import nodes_under, random_subnets, remove_node_network
 
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-# the training job runs this venv's python, whose interpreter lives outside the host's system
-# dirs (pyenv, under /root): each node shows it to tasks read-only, as a node's admin would
-os.environ[HOST_PATHS_ENV] = sys.base_prefix
 
 NODES = {"ray-a": "127.0.0.2", "ray-b": "127.0.0.3", "ray-c": "127.0.0.4"}  # ray-a: the head
 FAKE_GPUS_PER_NODE = 2
@@ -128,7 +125,12 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster
     """One cluster for the module (starting one takes 15-35 s here); a test that loses a node
     comes last."""
     began = time.monotonic()
-    cluster = RayCluster(tmp_path_factory.mktemp("ray") / "data")
+    # the training job runs this venv's python, whose interpreter lives outside the host's
+    # system dirs (pyenv, under /root): each node shows it to tasks read-only, as a node's
+    # admin would; its nodes take the setting when they start, no other test sees it
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(HOST_PATHS_ENV, sys.base_prefix)
+        cluster = RayCluster(tmp_path_factory.mktemp("ray") / "data")
     print(f"3-node Ray cluster up in {time.monotonic() - began:.1f}s")
     yield cluster
     cluster.shutdown()
