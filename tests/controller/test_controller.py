@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from builders import make_node
@@ -12,17 +10,7 @@ from gpuyard.controller import Controller
 from gpuyard.model import FlavorQuota, JobState, ManualClock, TaskState, Tenant
 from gpuyard.runtime.errors import ImageError, LaunchInvalid, RuntimeStartError
 from gpuyard.spec import parse_job_spec
-from gpuyard.store import NewJob, Store, open_store
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(1_000_000.0)
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: ManualClock) -> Store:
-    return open_store(tmp_path, clock=clock)
+from gpuyard.store import NewJob, Store
 
 
 @pytest.fixture

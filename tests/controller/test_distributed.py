@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -13,19 +12,9 @@ from gpuyard.controller import Controller
 from gpuyard.model import JobState, ManualClock
 from gpuyard.runtime.env import distributed_env
 from gpuyard.spec import parse_job_spec
-from gpuyard.store import NewJob, Store, open_store
+from gpuyard.store import NewJob, Store
 
 PORTS = (21000, 21049)
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(1_000_000.0)
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: ManualClock) -> Store:
-    return open_store(tmp_path, clock=clock)
 
 
 @pytest.fixture

@@ -4,8 +4,6 @@ spec's reason was an AgentError, retried 2-8 times a second forever)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from builders import make_node
@@ -16,19 +14,9 @@ from gpuyard.controller.loop import BACKOFF
 from gpuyard.model import JobState, ManualClock, TaskReason
 from gpuyard.runtime.errors import LaunchInvalid, RuntimeStartError
 from gpuyard.spec import parse_job_spec
-from gpuyard.store import NewJob, Store, open_store
+from gpuyard.store import NewJob, Store
 
 BACKOFF_RULE = Backoff(base_s=2.0, max_s=10.0, cap=4, healthy_s=60.0)
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(1_000_000.0)
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: ManualClock) -> Store:
-    return open_store(tmp_path, clock=clock)
 
 
 @pytest.fixture
