@@ -6,6 +6,8 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := crun runc gcc python3-venv python3-dev umoci skopeo busybox-static chromium prometheus \
 	containernetworking-plugins nftables iproute2
 PORT   ?= 8080
+# the default tenant's storage root, given on the first start (made 0700, owned by the tenant)
+STORAGE ?= /srv/gpuyard
 
 .PHONY: run test system venv host lint clean compiled test-compiled bench-sim
 
@@ -35,7 +37,7 @@ $(BIN)/.installed: pyproject.toml
 venv: $(BIN)/.installed
 
 run: system venv host ## start gpuyard in the foreground on 127.0.0.1:$(PORT)
-	$(BIN)/gpuyard up --port $(PORT) --fake-gpus-if-none 4xA100-80GB
+	$(BIN)/gpuyard up --port $(PORT) --fake-gpus-if-none 4xA100-80GB --storage-root $(STORAGE)
 
 lint: venv
 	$(BIN)/ruff check src tests bench
