@@ -47,7 +47,8 @@ def test_failed_starts_back_off_exponentially_then_end_as_platform_error(ctl, st
         waits.append(job.not_before - clock.now())
         for _ in range(3):  # not placed while it backs off, and it says why
             ctl.run_cycle()
-        assert store.jobs.get(jid).pending_code == BACKOFF
+        waiting = store.jobs.get(jid)
+        assert waiting.pending_code == BACKOFF and "None" not in (waiting.pending_reason or "")
         assert store.jobs.get(jid).attempt == job.attempt
         clock.advance(job.not_before - clock.now())
         ctl.run_cycle()  # placed again, fails again

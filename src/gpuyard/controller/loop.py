@@ -494,10 +494,12 @@ def _ran_s(tasks: Sequence[TaskRecord], now: float) -> float | None:
 
 
 def _backoff_pending(job: JobRecord) -> Pending:
+    """A queued job's reason carries nothing (only an ended job keeps one): its last
+    requeue event says which failure it waits out."""
     at = time.strftime("%H:%M:%S", time.localtime(job.not_before or 0))
     message = (
         f"backing off after {job.platform_failures} platform failure(s) in a row "
-        f"({job.reason}): placed again from {at}"
+        f"(the job's last event says which): placed again from {at}"
     )
     return Pending(BACKOFF, message, eta=job.not_before)
 

@@ -127,7 +127,8 @@ class ContainerRuntime:
         self.mps.sweep(self.keys())
         swept = sweep_stale_mounts(self.tasks_dir, self._live_keys())
         if swept:
-            log.info("unmounted %d overlay roots of tasks that are no longer live", len(swept))
+            log.info("unmounted %d mounts (overlay roots, pinned dirs) of tasks no longer live",
+                     len(swept))
         self.network.sweep()  # namespaces of tasks that ended or never came, and crash leftovers
         resumed = self.waiting.resume()  # tasks that waited for their image when a server died
         if resumed:

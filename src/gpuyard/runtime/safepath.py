@@ -17,6 +17,7 @@ mounted: never worth a retry); other `OSError`s (EIO, EMFILE, ...) pass through.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -110,9 +111,8 @@ class Walk:
         except OSError as e:
             raise self._refusal(e, fd, name, i) from None
         try:
-            os.mkdir(name, NEW_DIR_MODE, dir_fd=fd)
-        except FileExistsError:
-            pass  # a sibling task of the same job made it first: open what is there
+            with contextlib.suppress(FileExistsError):  # a sibling task made it first
+                os.mkdir(name, NEW_DIR_MODE, dir_fd=fd)
         except OSError as e:
             raise self._refusal(e, fd, name, i) from None
         try:
