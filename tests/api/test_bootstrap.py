@@ -40,5 +40,6 @@ def test_an_empty_store_gets_an_admin_a_default_tenant_and_a_token_file(tmp_path
 
 def test_storage_roots_can_be_given(tmp_path):
     store = open_store(tmp_path)
-    bootstrap(store, [make_node()], tmp_path, ["/mnt/nfs"])
-    assert store.tenants.get("default").tenant.storage_roots == ("/mnt/nfs",)
+    nfs = str(tmp_path / "mnt" / "nfs")  # a missing root is made: not on the host's /mnt
+    bootstrap(store, [make_node()], tmp_path, [nfs])
+    assert store.tenants.get("default").tenant.storage_roots == (nfs,)
