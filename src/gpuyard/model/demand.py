@@ -53,6 +53,10 @@ class JobDemand(Value):
     `max_runtime_s`: the spec's maxRuntime, None when unlimited.
     `oracle_duration_s`: how long this attempt will run once started (simulation only: the
     SJF/SRTF oracle baselines read it); None live.
+    `expected_runtime_s`: how long the job is expected to run in all, learned from its
+    user's (and job name's) past runs (live) or the trace's history (simulation); None when
+    nothing is known. Never trusted to end a job: it only orders backfill and ETAs.
+    `preemptions`: how many times the job was preempted so far.
     """
 
     job_id: str
@@ -65,6 +69,8 @@ class JobDemand(Value):
     attained_gpu_s: float = 0.0
     max_runtime_s: int | None = None
     oracle_duration_s: float | None = None
+    expected_runtime_s: float | None = None
+    preemptions: int = 0
     total: Resources = field(init=False, repr=False, compare=False)  # of all its tasks
 
     def __post_init__(self) -> None:

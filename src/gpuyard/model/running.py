@@ -21,6 +21,8 @@ class RunningJob(Value):
     come back within its grace period. `preemptible=False` protects it from any preemption.
     `attained_gpu_s`: GPU-seconds received in earlier attempts (LAS adds this attempt's).
     `oracle_end_at`: when it will end if not stopped (simulation only, SRTF); None live.
+    `expected_runtime_s`: its expected run time in all (`JobDemand.expected_runtime_s`).
+    `preemptions`: how many times it was preempted before this attempt.
     """
 
     job_id: str
@@ -35,6 +37,8 @@ class RunningJob(Value):
     terminating: bool
     attained_gpu_s: float
     oracle_end_at: float | None
+    expected_runtime_s: float | None
+    preemptions: int
 
     def __init__(
         self,
@@ -50,6 +54,8 @@ class RunningJob(Value):
         terminating: bool = False,
         attained_gpu_s: float = 0.0,
         oracle_end_at: float | None = None,
+        expected_runtime_s: float | None = None,
+        preemptions: int = 0,
     ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
         object.__setattr__(self, "job_id", job_id)
         object.__setattr__(self, "tenant", tenant)
@@ -63,6 +69,8 @@ class RunningJob(Value):
         object.__setattr__(self, "terminating", terminating)
         object.__setattr__(self, "attained_gpu_s", attained_gpu_s)
         object.__setattr__(self, "oracle_end_at", oracle_end_at)
+        object.__setattr__(self, "expected_runtime_s", expected_runtime_s)
+        object.__setattr__(self, "preemptions", preemptions)
 
     @property
     def opportunistic(self) -> bool:
