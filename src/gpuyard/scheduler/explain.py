@@ -1,15 +1,21 @@
 """Sentences for waiting jobs: what blocks them, who holds the capacity, when they may start.
 
 `estimate_start` works on the snapshot: it releases the running jobs in the order of their
-deadlines (start + maxRuntime) until the job fits, and answers the deadline of the last one
-released. It answers None when the job still does not fit once every job with a deadline is
-released (a job without maxRuntime holds what it needs) or the release budget is spent. It
-ignores other queued jobs that may start first: an estimate, not a promise. The releases
-before the first after which a count bound lets the job fit are counted first, without
-touching the snapshot (`FreeCounts.free_too`), and only then made.
+expected ends until the job fits, and answers the end of the last one released, with how
+many of the ends released came from maxRuntime and how many were learned from history
+(`StartEstimate.basis`). A job's expected end is its start + maxRuntime when it has one (it
+ends by then at the latest), else its start + its expected run time (`expected_runtime_s`,
+learned from its user's earlier runs); a job with neither, or one already past its learned
+run time, has no expected end. The answer is None when the job still does not fit once every
+job with an expected end is released, or the release budget is spent. It ignores other
+queued jobs that may start first: an estimate, not a promise. The releases before the first
+after which a count bound lets the job fit are counted first, without touching the snapshot
+(`FreeCounts.free_too`), and only then made.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from gpuyard.model import JobDemand, RunningJob
 from gpuyard.scheduler.packing import FreeCounts, place_gang
@@ -80,54 +86,119 @@ def _what(job: JobDemand, flavor: str | None) -> str:
     return gpus + (f" as {tasks} tasks" if tasks > 1 else "")
 
 
-def deadlines(running: list[RunningJob]) -> list[tuple[float, str]]:
-    out = [
-        (r.started_at + r.max_runtime_s, r.job_id) for r in running if r.max_runtime_s is not None
-    ]
+Deadline = tuple[float, str, bool]  # (expected end, job id, learned from history)
+
+
+@dataclass(frozen=True, slots=True)
+class StartEstimate:
+    """When a blocked job should start (`at`), and the running jobs whose expected ends it
+    waits for: `by_max_runtime` of them end by their maxRuntime, `learned` by a run time
+    learned from history."""
+
+    at: float
+    by_max_runtime: int
+    learned: int
+
+    def basis(self) -> str:
+        """`the run times of 3 running jobs: 2 by maxRuntime, 1 learned from history`."""
+        n = self.by_max_runtime + self.learned
+        parts = [
+            f"{k} {what}"
+            for k, what in (
+                (self.by_max_runtime, "by maxRuntime"),
+                (self.learned, "learned from history"),
+            )
+            if k
+        ]
+        return f"the run times of {n} running job{'' if n == 1 else 's'}: {', '.join(parts)}"
+
+
+def deadlines(running: list[RunningJob]) -> list[Deadline]:
+    """Each running job's expected end, soonest first: start + maxRuntime, else start + its
+    learned run time; jobs with neither are left out."""
+    out: list[Deadline] = []
+    for r in running:
+        if r.max_runtime_s is not None:
+            out.append((r.started_at + r.max_runtime_s, r.job_id, False))
+        elif r.expected_runtime_s is not None:
+            out.append((r.started_at + r.expected_runtime_s, r.job_id, True))
     out.sort()
     return out
 
 
 def estimate_start(
     state: ClusterState,
-    by_deadline: list[tuple[float, str]],
+    by_deadline: list[Deadline],
     job: JobDemand,
     flavor: str | None,
     now: float,
     max_releases: int,
-) -> float | None:
-    releases = [(d, j) for d, j in by_deadline if j in state.charged][:max_releases]
+) -> StartEstimate | None:
+    """When `job` should fit, releasing the jobs of `by_deadline` in order (a learned end
+    already past is no estimate: the job ran longer than its history says)."""
+    releases = [
+        (d, j, learned)
+        for d, j, learned in by_deadline
+        if j in state.charged and not (learned and d <= now)
+    ][:max_releases]
     needed = FreeCounts(state.snapshot, job, flavor).releases_needed(
-        state.charged[job_id].held for _, job_id in releases
+        state.charged[job_id].held for _, job_id, _ in releases
     )
     if needed is None:
         return None
     first = max(0, needed - 1)  # made at once; the one that may let it fit is tried next
     need = job.total
-    undos = [state.remove(job_id) for _, job_id in releases[:first]]
+    undos = [state.remove(job_id) for _, job_id, _ in releases[:first]]
     try:
-        for deadline, job_id in releases[first:]:
+        for i in range(first, len(releases)):
+            deadline, job_id, _ = releases[i]
             undos.append(state.remove(job_id))
             if flavor and state.free(flavor) < need.gpus:
                 continue
             if place_gang(state.snapshot, job, flavor) is not None:
-                return max(now, deadline)
+                learned = sum(1 for _, _, by_history in releases[: i + 1] if by_history)
+                return StartEstimate(max(now, deadline), i + 1 - learned, learned)
         return None
     finally:
         for undo in reversed(undos):
             undo()
 
 
+def with_estimate(
+    reason: PendingReason,
+    state: ClusterState,
+    by_deadline: list[Deadline],
+    head: JobDemand,
+    flavor: str | None,
+    now: float,
+    max_releases: int,
+) -> PendingReason:
+    """`reason` with the head's estimated start, and what it rests on, when one can be made:
+    "...; estimated start in 40 min (from the run times of 3 running jobs: 2 by maxRuntime,
+    1 learned from history)"."""
+    eta = estimate_start(state, by_deadline, head, flavor, now, max_releases)
+    if eta is None:
+        return reason
+    minutes = max(0.0, eta.at - now) / 60
+    basis = eta.basis()
+    return PendingReason(
+        reason.code,
+        f"{reason.message}; estimated start in {minutes:.0f} min (from {basis})",
+        estimated_start=eta.at,
+        eta_basis=basis,
+    )
+
+
 def placed_in_queue(
     reason: PendingReason, position: int, length: int, tenant: str
 ) -> PendingReason:
-    eta = reason.estimated_start
     return PendingReason(
         reason.code,
         f"{reason.message} ({ordinal(position)} of {length} in tenant {tenant})",
         position,
         length,
-        eta,
+        reason.estimated_start,
+        reason.eta_basis,
     )
 
 

@@ -2,7 +2,9 @@
 
 A reason may also say where the job stands in its tenant's queue (`position` of
 `queue_length`, 1-based) and when it is expected to start (`estimated_start`, the same clock
-as the cycle's `now`; None when no estimate can be made).
+as the cycle's `now`; None when no estimate can be made), with what the estimate rests on
+(`eta_basis`: "the run times of 3 running jobs: 2 by maxRuntime, 1 learned from history";
+None when the code says it: a preemption's grace period, a budget period's end).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class PendingReason:
     position: int | None
     queue_length: int | None
     estimated_start: float | None
+    eta_basis: str | None
 
     def __init__(
         self,
@@ -44,12 +47,14 @@ class PendingReason:
         position: int | None = None,
         queue_length: int | None = None,
         estimated_start: float | None = None,
+        eta_basis: str | None = None,
     ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
         object.__setattr__(self, "code", code)
         object.__setattr__(self, "message", message)
         object.__setattr__(self, "position", position)
         object.__setattr__(self, "queue_length", queue_length)
         object.__setattr__(self, "estimated_start", estimated_start)
+        object.__setattr__(self, "eta_basis", eta_basis)
 
     @property
     def can_ever_run(self) -> bool:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from gpuyard.model import JobDemand, JobPlacement, QueuePolicy, RunningJob, Tenant
 from gpuyard.scheduler.cycle import CycleResult, CycleStats
-from gpuyard.scheduler.explain import capacity_reason, deadlines, estimate_start
+from gpuyard.scheduler.explain import Deadline, capacity_reason, deadlines, with_estimate
 from gpuyard.scheduler.fits import Shape, ShapeFits, matching_flavors, shape_of
 from gpuyard.scheduler.limits import UserLimits, budget_refusal
 from gpuyard.scheduler.order import Entry, is_aged
@@ -95,7 +95,7 @@ class Round:
         self.reserved: dict[str, JobDemand] = {}  # flavor → aged job it is held for
         self.users = UserLimits(view.tenants, view.running)
         self.set_aside = 0
-        self._deadlines: list[tuple[float, str]] | None = None
+        self._deadlines: list[Deadline] | None = None
         self._pool: list[Row] | None = None
         self.stopping: set[str] = set()  # jobs preempted in this cycle
         self._held_for: dict[str, Blocked] = {}  # aged job → why others wait behind its hold
@@ -460,16 +460,14 @@ class Round:
     ) -> PendingReason:
         if self._deadlines is None:
             self._deadlines = deadlines(list(self.view.running))
-        eta = estimate_start(
-            self.state, self._deadlines, head, flavor, self.view.now, self.config.eta_max_releases
-        )
-        if eta is None:
-            return reason
-        minutes = max(0.0, eta - self.view.now) / 60
-        return PendingReason(
-            reason.code,
-            f"{reason.message}; estimated start in {minutes:.0f} min",
-            estimated_start=eta,
+        return with_estimate(
+            reason,
+            self.state,
+            self._deadlines,
+            head,
+            flavor,
+            self.view.now,
+            self.config.eta_max_releases,
         )
 
     # ---- requeue -----------------------------------------------------------------------
