@@ -52,6 +52,7 @@ from gpuyard.controller.nodeops import (
     overdue_drains,
     with_cordons,
 )
+from gpuyard.controller.runtimes import LearnedRuntimes
 from gpuyard.controller.view import ViewBuilder
 from gpuyard.controller.webhooks import WebhookDispatcher, job_payload
 from gpuyard.engine import AgentUnreachable, Engine, NodeUnavailable
@@ -69,7 +70,7 @@ from gpuyard.model import (
 )
 from gpuyard.runtime.errors import ImageError, LaunchInvalid
 from gpuyard.runtime.types import TaskLaunch, TaskPeer, TaskPhase, TaskStatus
-from gpuyard.scheduler import Scheduler, SchedulerConfig
+from gpuyard.scheduler import PendingCode, PendingReason, Scheduler, SchedulerConfig
 from gpuyard.spec import JobSpec, parse_job_spec
 from gpuyard.store import (
     JobAlreadyEnded,
@@ -117,7 +118,8 @@ class Controller:
         self.backoff = backoff or Backoff()  # how platform failures are retried
         self._specs: dict[str, JobSpec] = {}
         self.scheduler = Scheduler(scheduler_config)
-        self._views = ViewBuilder(store, self._spec)
+        self.runtimes = LearnedRuntimes(store)  # run times learned from succeeded jobs
+        self._views = ViewBuilder(store, self._spec, self.runtimes)
         self._wake = threading.Event()
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
@@ -384,7 +386,14 @@ class Controller:
             self.preempt(p.job_id, p.grace_s)
         self.store.jobs.set_pending(
             {
-                jid: Pending(str(r.code), r.message, r.position, r.queue_length, r.estimated_start)
+                jid: Pending(
+                    str(r.code),
+                    r.message,
+                    r.position,
+                    r.queue_length,
+                    r.estimated_start,
+                    _eta_basis(r),
+                )
                 for jid, r in result.pending_reasons.items()
             }
         )
@@ -464,8 +473,11 @@ class Controller:
     # ---- helpers ---------------------------------------------------------------------
 
     def _ended(self, job: JobRecord) -> None:
-        """A job reached an end state: count it, notify its webhook, forget its spec."""
+        """A job reached an end state: count it, learn its run time if it succeeded, notify
+        its webhook, forget its spec."""
         self.instruments.jobs_finished.labels(job.tenant, str(job.state)).inc()
+        if job.state == JobState.SUCCEEDED:
+            self.runtimes.job_succeeded(job)
         url = self._spec(job).webhook
         if url:
             self.webhooks.enqueue(url, job_payload(job))
@@ -501,7 +513,20 @@ def _backoff_pending(job: JobRecord) -> Pending:
         f"backing off after {job.platform_failures} platform failure(s) in a row "
         f"(the job's last event says which): placed again from {at}"
     )
-    return Pending(BACKOFF, message, eta=job.not_before)
+    return Pending(BACKOFF, message, eta=job.not_before, eta_basis="the backoff's delay")
+
+
+# what an estimated start rests on when the scheduler's reason does not say it (its code does)
+ETA_BASIS_BY_CODE = {
+    PendingCode.WAITING_FOR_PREEMPTION: "the preempted jobs' grace period",
+    PendingCode.BUDGET_EXHAUSTED: "the end of the tenant's budget period",
+}
+
+
+def _eta_basis(reason: PendingReason) -> str | None:
+    if reason.estimated_start is None:
+        return None
+    return reason.eta_basis or ETA_BASIS_BY_CODE.get(reason.code)
 
 
 def _stop_reason(job: JobRecord | None, task: TaskRecord) -> str | None:

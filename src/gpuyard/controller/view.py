@@ -2,7 +2,9 @@
 
 Queued jobs become `JobDemand`s (kept between cycles for each attempt: the scheduler's caches
 key on them), jobs holding resources become `RunningJob`s, and tenants with a GPU-hour budget
-get their usage in the current period.
+get their usage in the current period. Both kinds of job carry how many times they were
+preempted (the store's count) and their expected run time (`runtimes.py`: learned from their
+user's succeeded jobs, capped by maxRuntime).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from gpuyard.controller.runtimes import LearnedRuntimes
 from gpuyard.model import (
     BudgetPeriod,
     JobDemand,
@@ -50,9 +53,12 @@ def task_placement(t: TaskRecord) -> TaskPlacement:
 
 
 class ViewBuilder:
-    def __init__(self, store: Store, spec_of: Callable[[JobRecord], JobSpec]) -> None:
+    def __init__(
+        self, store: Store, spec_of: Callable[[JobRecord], JobSpec], runtimes: LearnedRuntimes
+    ) -> None:
         self._store = store
         self._spec_of = spec_of
+        self._runtimes = runtimes
         self._demands: dict[tuple[str, int], JobDemand] = {}
 
     def build(self, nodes: Sequence[Node], queued: Sequence[JobRecord], now: float) -> ClusterView:
@@ -80,6 +86,8 @@ class ViewBuilder:
                 submitted_at=job.queued_at or job.submitted_at,
                 attained_gpu_s=attained.get(job.id, 0.0),
                 max_runtime_s=spec.max_runtime_s,
+                expected_runtime_s=self._runtimes.expected_s(job, spec.max_runtime_s),
+                preemptions=job.preemptions,
             )
         return [self._demands[(j.id, j.attempt)] for j in queued]
 
@@ -92,6 +100,7 @@ class ViewBuilder:
 
     def _running_job(self, job: JobRecord, tasks: list[TaskRecord]) -> RunningJob:
         starts = [t.started_at for t in tasks if t.started_at]
+        max_runtime_s = self._spec_of(job).max_runtime_s
         return RunningJob(
             job_id=job.id,
             tenant=job.tenant,
@@ -100,8 +109,10 @@ class ViewBuilder:
             priority=job.priority,
             owner=job.owner,
             borrowed=job.borrowed,
-            max_runtime_s=self._spec_of(job).max_runtime_s,
+            max_runtime_s=max_runtime_s,
             terminating=job.stop_requested is not None or any(t.stop_sent for t in tasks),
+            expected_runtime_s=self._runtimes.expected_s(job, max_runtime_s),
+            preemptions=job.preemptions,
         )
 
     def _usage(self, tenants: Iterable[Tenant], now: float) -> dict[str, TenantUsage]:

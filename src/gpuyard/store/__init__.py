@@ -36,7 +36,7 @@ from gpuyard.store.tenants import (
     tenant_of,
 )
 from gpuyard.store.tokens import NewToken, TokenNotFound, TokenRecord, TokenRepo
-from gpuyard.store.usage import UsageRepo
+from gpuyard.store.usage import JobRunTime, UsageRepo
 from gpuyard.store.users import (
     Membership,
     PlatformRole,
@@ -104,6 +104,7 @@ __all__ = [
     "TokenRecord",
     "TokenRepo",
     "UsageRepo",
+    "JobRunTime",
     "UserExists",
     "UserNotFound",
     "UserRecord",

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from gpuyard.model import Clock, JobState, TaskState, check_job_transition
+from gpuyard.model import Clock, JobState, TaskReason, TaskState, check_job_transition
 from gpuyard.store.records import (
     ACTIVE_TASK_STATES,
     EventRecord,
@@ -218,6 +218,7 @@ class JobRepo:
                 setattr(row, name, value)
             if to == JobState.QUEUED:  # a new attempt waits from now, and borrows nothing yet
                 row.queued_at, row.borrowed = now, "[]"
+                row.preemptions = (row.preemptions or 0) + (reason == TaskReason.PREEMPTED)
             if to.is_final:  # an ended job keeps why it ended
                 row.finished_at, row.reason, row.message = now, reason, message
                 _write_pending(row, None)
@@ -326,7 +327,7 @@ def _pending_changed(row: JobRow, p: Pending) -> bool:
     stored = (row.pending_code, row.pending_reason, row.pending_position, row.pending_queue_length)
     if stored != (p.code, p.message, p.position, p.queue_length):
         return True
-    if (row.pending_eta is None) != (p.eta is None):
+    if row.pending_eta_basis != p.eta_basis or (row.pending_eta is None) != (p.eta is None):
         return True
     return row.pending_eta is not None and abs(row.pending_eta - (p.eta or 0.0)) >= ETA_SLACK_S
 
@@ -338,6 +339,7 @@ def _write_pending(row: JobRow, p: Pending | None) -> None:
     row.pending_position = p.position if p else None
     row.pending_queue_length = p.queue_length if p else None
     row.pending_eta = p.eta if p else None
+    row.pending_eta_basis = p.eta_basis if p else None
 
 
 def _move(

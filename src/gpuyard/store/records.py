@@ -15,13 +15,15 @@ ACTIVE_TASK_STATES = (TaskState.STARTING.value, TaskState.RUNNING.value)
 @dataclass(frozen=True, slots=True)
 class Pending:
     """Why a queued job waits: a code, a sentence, its place in its tenant's queue (1-based
-    `position` of `queue_length`) and its estimated start (epoch seconds), each when known."""
+    `position` of `queue_length`) and its estimated start (epoch seconds), each when known,
+    with what that estimate rests on (`eta_basis`: "the run times of 3 running jobs: ...")."""
 
     code: str
     message: str
     position: int | None = None
     queue_length: int | None = None
     eta: float | None = None
+    eta_basis: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,8 @@ class JobRecord:
     pending_eta: float | None = None
     platform_failures: int = 0  # platform failures in a row (the backoff's count)
     not_before: float | None = None  # a backed-off job is not placed before this time
+    preemptions: int = 0  # how many times it was preempted (requeued as Preempted)
+    pending_eta_basis: str | None = None  # what its estimated start rests on
 
     @property
     def pending(self) -> Pending | None:
@@ -64,6 +68,7 @@ class JobRecord:
             self.pending_position,
             self.pending_queue_length,
             self.pending_eta,
+            self.pending_eta_basis,
         )
 
     @property
@@ -100,6 +105,8 @@ class JobRecord:
             r.pending_eta,
             r.platform_failures or 0,
             r.not_before,
+            r.preemptions or 0,
+            r.pending_eta_basis,
         )
 
 

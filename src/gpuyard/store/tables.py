@@ -40,6 +40,8 @@ class JobRow(Base):
     borrowed: Mapped[str] = mapped_column(Text, default="[]")  # JSON [[flavor, amount]]
     platform_failures: Mapped[int] = mapped_column(Integer, default=0)  # in a row
     not_before: Mapped[float | None] = mapped_column(Float)  # backoff: not placed before
+    preemptions: Mapped[int] = mapped_column(Integer, default=0)  # times requeued as Preempted
+    pending_eta_basis: Mapped[str | None] = mapped_column(Text)  # what the estimate rests on
 
 
 class TaskRow(Base):

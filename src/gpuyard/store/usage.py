@@ -1,4 +1,5 @@
-"""GPU service received, from the task rows: per job (for LAS) and per tenant (for budgets).
+"""GPU service received, from the task rows: per job (for LAS), per tenant (for budgets), and
+how long succeeded jobs ran (for run-time estimates, `run_times`).
 
 A task holds its GPUs from `started_at` to `finished_at` (or to `now` while it runs): each
 whole GPU counts one; a shared task (`gpu_memory_mb` of one GPU) counts the part of that
@@ -9,12 +10,30 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 
-from sqlalchemy import or_, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from gpuyard.model import JobState
 from gpuyard.store.tables import JobRow, NodeRow, TaskRow
+
+RUN_TIMES_LIMIT = 5000  # the most recent succeeded jobs read at a controller's start
+
+
+@dataclass(frozen=True, slots=True)
+class JobRunTime:
+    """A succeeded job's run time: each attempt's first task start to its last task end,
+    summed over its attempts (preempted and retried ones included)."""
+
+    job_id: str
+    tenant: str
+    owner: str | None
+    name: str
+    runtime_s: float
+    finished_at: float
+
 
 GpuMemory = Mapping[tuple[str, int], int]  # (node, GPU index) → its memory, MB
 
@@ -76,3 +95,34 @@ class UsageRepo:
             for row, tenant in s.execute(q):
                 out[tenant] += _gpu_seconds(row, since, now, memory)
         return dict(out)
+
+    def run_times(
+        self, job_ids: Collection[str] | None = None, limit: int = RUN_TIMES_LIMIT
+    ) -> list[JobRunTime]:
+        """The run times of the `limit` last succeeded jobs (of `job_ids` if given), oldest
+        end first: the order a run-time estimator learns them in."""
+        jobs = select(JobRow.id).where(JobRow.state == str(JobState.SUCCEEDED))
+        if job_ids is not None:
+            jobs = jobs.where(JobRow.id.in_(list(job_ids)))
+        jobs = jobs.order_by(JobRow.finished_at.desc()).limit(limit)
+        spans = (
+            select(
+                TaskRow.job_id,
+                func.min(TaskRow.started_at).label("start"),
+                func.max(TaskRow.finished_at).label("end"),
+            )
+            .where(TaskRow.job_id.in_(jobs.scalar_subquery()), TaskRow.started_at.is_not(None))
+            .group_by(TaskRow.job_id, TaskRow.attempt)
+            .subquery()
+        )
+        q = (
+            select(JobRow, func.sum(spans.c.end - spans.c.start))
+            .join(spans, spans.c.job_id == JobRow.id)
+            .group_by(JobRow.id)
+            .order_by(JobRow.finished_at)
+        )
+        with self._sessions() as s:
+            return [
+                JobRunTime(j.id, j.tenant, j.owner, j.name, max(0.0, ran or 0.0), j.finished_at)
+                for j, ran in s.execute(q)
+            ]
