@@ -91,6 +91,18 @@ def test_job_ends_are_counted(rig, client):
     assert value(s, "gpuyard_jobs", tenant="red", state="FAILED") == 1
 
 
+def test_preemptions_by_tenant_and_per_job(rig, client):
+    job = rig.submit("red")
+    for _ in range(2):
+        (key,) = rig.start(job)[-1:]
+        rig.ctl.preempt(job, grace_s=1)
+        rig.engine.exit(key, 0, "Completed")
+        rig.ctl.run_cycle()  # requeued, and bound again
+    s = scrape(client)
+    assert value(s, "gpuyard_job_preemptions_total", tenant="red") == 2
+    assert value(s, "gpuyard_job_preempted_times", job=job, tenant="red") == 2
+
+
 def test_budget_used_and_budget(rig, client):
     job = rig.submit("blue", gpus=2)
     rig.start(job)

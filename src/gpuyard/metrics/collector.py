@@ -31,6 +31,7 @@ class ClusterCollector:
         yield from _gpus(s)
         yield from _tasks(s)
         yield _idle(s)
+        yield from _preemptions(s)
         yield from dcgm_families(s.readings)
 
 
@@ -153,3 +154,22 @@ def _idle(s: ClusterSample) -> Metric:
     for job, tenant in sorted(s.idle_jobs.items()):
         family.add_metric([job, tenant], 1)
     return family
+
+
+def _preemptions(s: ClusterSample) -> Iterator[Metric]:
+    total = CounterMetricFamily(
+        "gpuyard_job_preemptions",
+        "Times the tenant's jobs were preempted (stopped and requeued, not counted as a retry).",
+        labels=["tenant"],
+    )
+    for tenant, n in sorted(s.preemptions.items()):
+        total.add_metric([tenant], n)
+    yield total
+    per_job = GaugeMetricFamily(
+        "gpuyard_job_preempted_times",
+        "Times a queued or running job was preempted so far (jobs preempted at least once).",
+        labels=["job", "tenant"],
+    )
+    for (job, tenant), n in sorted(s.job_preemptions.items()):
+        per_job.add_metric([job, tenant], n)
+    yield per_job

@@ -96,3 +96,6 @@ class ClusterSample:
     tasks: list[TaskUsage] = field(default_factory=list)
     readings: list[GpuReading] = field(default_factory=list)
     idle_jobs: dict[str, str] = field(default_factory=dict)  # job id → tenant
+    preemptions: dict[str, int] = field(default_factory=dict)  # tenant → its jobs' preemptions
+    # (job id, tenant) → times preempted, for the queued and running jobs preempted at least once
+    job_preemptions: dict[tuple[str, str], int] = field(default_factory=dict)

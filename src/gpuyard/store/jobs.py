@@ -147,6 +147,12 @@ class JobRepo:
         with self._sessions() as s:
             return {(tenant, JobState(st)): n for tenant, st, n in s.execute(q)}
 
+    def preemptions_by_tenant(self) -> dict[str, int]:
+        """How many times each tenant's jobs were preempted, all jobs ever (one grouped query)."""
+        q = select(JobRow.tenant, func.sum(JobRow.preemptions)).group_by(JobRow.tenant)
+        with self._sessions() as s:
+            return {tenant: int(n or 0) for tenant, n in s.execute(q)}
+
     # ---- writes ------------------------------------------------------------------------
 
     def note(self, job_id: str, reason: str, message: str | None = None) -> bool:

@@ -78,6 +78,8 @@ class JobSummary(Out):
     pending_position: int | None = None
     pending_queue_length: int | None = None
     estimated_start: str | None = None
+    estimated_start_basis: str | None = None  # what the estimate rests on
+    preemptions: int = 0  # how many times the job was preempted (requeued, not a retry)
     opportunistic: bool = False
     borrowed: list[Borrowed] = []
 
@@ -140,6 +142,8 @@ def job_summary(j: JobRecord) -> dict[str, Any]:
         "pending_position": j.pending_position,
         "pending_queue_length": j.pending_queue_length,
         "estimated_start": iso(j.pending_eta),
+        "estimated_start_basis": j.pending_eta_basis,
+        "preemptions": j.preemptions,
         "opportunistic": j.opportunistic,
         "borrowed": borrowed_gpus(j),
     }

@@ -29,6 +29,8 @@ class QueuedJob(Out):
     position: int | None
     queue_length: int | None
     estimated_start: str | None
+    estimated_start_basis: str | None = None  # what the estimate rests on
+    preemptions: int = 0
     submitted_at: str | None
 
 

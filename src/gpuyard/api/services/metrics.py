@@ -40,6 +40,7 @@ def cluster_sample(ctl: Controller, gpus: NvmlSampler | None) -> ClusterSample:
     tenants = ctl.store.tenants.tenants()
     tasks = ctl.store.jobs.active_tasks()
     bound = ctl.store.jobs.in_states(JobState.SCHEDULED, JobState.RUNNING)
+    queued = ctl.store.jobs.in_states(JobState.QUEUED)
     tenant_of = {j.id: j.tenant for j in bound}
     holders = _holders(tasks, tenant_of)
     now = ctl.clock.now()
@@ -47,12 +48,16 @@ def cluster_sample(ctl: Controller, gpus: NvmlSampler | None) -> ClusterSample:
         jobs=ctl.store.jobs.counts(),
         flavors=_flavors(ctl, nodes, tenants),
         budgets=_budgets(ctl, tenants, now),
-        queues=_queues(ctl.store.jobs.in_states(JobState.QUEUED), now),
+        queues=_queues(queued, now),
         nodes=_nodes(ctl, nodes, tasks),
         gpus=_allocations(nodes, holders),
         tasks=_task_usage(tasks, tenant_of),
         readings=_readings(gpus, nodes, holders),
         idle_jobs=ctl.idle_jobs(),
+        preemptions=ctl.store.jobs.preemptions_by_tenant(),
+        job_preemptions={
+            (j.id, j.tenant): j.preemptions for j in [*bound, *queued] if j.preemptions
+        },
     )
 
 

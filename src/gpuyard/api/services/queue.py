@@ -214,6 +214,8 @@ def _queued_job(j: JobRecord) -> QueuedJob:
         position=j.pending_position,
         queue_length=j.pending_queue_length,
         estimated_start=iso(j.pending_eta),
+        estimated_start_basis=j.pending_eta_basis,
+        preemptions=j.preemptions,
         submitted_at=iso(j.submitted_at),
     )
 
