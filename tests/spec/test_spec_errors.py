@@ -110,7 +110,8 @@ UNKNOWN_FIELDS = [
     (role_doc(memory_mb=1), f"{W}.memory_mb", "did you mean 'memoryMB'?"),
     (role_doc(instances=2), f"{W}.instances", "here it is 'taskNumber'"),
     (role_doc(commands=["x"]), f"{W}.commands", "'command'"),
-    (role_doc(image="x"), f"{W}.image", "unknown field"),
+    (role_doc(images="x"), f"{W}.images", "did you mean 'image'?"),
+    (role_doc(image="a b"), f"{W}.image", "without spaces"),
 ]
 
 

@@ -9,6 +9,15 @@ import pytest
 
 from gpuyard.spec import JobSpec, SpecError, TaskRoleSpec, load_job_spec, parse_job_spec
 from gpuyard.spec.models import Secret
+from gpuyard.spec.openpai_script import HEADER
+
+OPENPAI_PORTS = (("http", 1), ("ssh", 1))  # reserved for every task, as OpenPAI does
+
+
+def script(entrypoint: str) -> str:
+    """A role's command as converted: OpenPAI's errexit/pipefail header, then the chain."""
+    return "\n".join([*HEADER, entrypoint])
+
 
 PAI: dict[str, Any] = {
     "protocolVersion": 2,
@@ -93,11 +102,18 @@ def test_conversion():
                 cpu_number=4,
                 memory_mb=8192,
                 gpu_number=2,
-                ports=(("ssh", 1),),
-                command="cd script_bench\npython train.py --model=resnet20 --bs=32",
+                ports=OPENPAI_PORTS,
+                # the deployment's preCommands first, every command joined with ' && '
+                command=script(
+                    "echo hi && cd script_bench && python train.py --model=resnet20 --bs=32"
+                ),
             ),
             # the secret is substituted, and the command that holds it is secret itself
-            "ps": TaskRoleSpec(command=Secret("python ps.py --token=s3cret"), memory_mb=1024),
+            "ps": TaskRoleSpec(
+                command=Secret(script("python ps.py --token=s3cret")),
+                memory_mb=1024,
+                ports=OPENPAI_PORTS,
+            ),
         },
     )
 
@@ -121,7 +137,7 @@ def test_completion_policy_maps_per_role(completion, min_failed, min_succeeded):
     ("change", "path", "words"),
     [
         ({"minFailedInstances": 0}, "taskRoles.train.completion.minFailedInstances", "≥ 1"),
-        ({"minSucceededInstances": 3}, "taskRoles.train.completion.minSucceededInstances", "(2)"),
+        ({"minSucceededInstances": 0}, "taskRoles.train.completion.minSucceededInstances", "≥ 1"),
         ({"minFailed": 1}, "taskRoles.train.completion.minFailed", "unknown"),
         ("all", "taskRoles.train.completion", "must be a mapping"),
     ],
@@ -145,7 +161,7 @@ def test_bad_completion_policy_names_the_openpai_field(change, path, words):
             "name",
             "cifar10_resnet",
         ),
-        ({"deployments": None, "extras": None}, "total_gpus", 4),
+        ({"deployments": None, "defaults__deployment": None, "extras": None}, "total_gpus", 4),
         ({"taskRoles__train__instances": None}, "task_count", 2),
         ({"taskRoles__train__resourcePerInstance": None}, "total_gpus", 0),
         (
@@ -176,8 +192,8 @@ def test_conversion_variants(changes, attr, expected):
     ],
 )
 def test_substitution(command, expected):
-    spec = parse_job_spec(pai(taskRoles__train__commands=[command]))
-    assert spec.task_roles["train"].command == expected
+    spec = parse_job_spec(pai(taskRoles__train__commands=[command], defaults__deployment=None))
+    assert spec.task_roles["train"].command == script(expected)
 
 
 def test_yaml_text_and_string_protocol_version():
@@ -200,7 +216,7 @@ taskRoles:
     assert (spec.image, spec.total_gpus, spec.task_roles["main"].command) == (
         "ubuntu:22.04",
         1,
-        "echo hello\nnvidia-smi",
+        script("echo hello && nvidia-smi"),
     )
 
 
@@ -281,14 +297,19 @@ def test_errors_use_openpai_paths(changes, path, words):
 
 
 def test_roles_with_different_images():
+    """Each role runs the image its dockerImage names: the first role's is the job's, a role
+    with another image gets its own."""
     document = pai()
     document["prerequisites"].append({"name": "tf1", "type": "dockerimage", "uri": "openpai/tf:1"})
     document["taskRoles"]["ps"]["dockerImage"] = "tf1"
-    with pytest.raises(SpecError) as caught:
-        parse_job_spec(document)
-    [error] = caught.value.errors
-    assert error.path == "taskRoles.ps.dockerImage"
-    assert "images per role are not supported yet" in error.message
+    spec = parse_job_spec(document)
+    assert (spec.image, spec.task_roles["train"].image, spec.task_roles["ps"].image) == (
+        "openpai/tf:2",
+        None,
+        "openpai/tf:1",
+    )
+    assert (spec.image_of("train"), spec.image_of("ps")) == ("openpai/tf:2", "openpai/tf:1")
+    assert parse_job_spec(spec.to_document()) == spec
 
 
 def test_same_image_under_two_names_is_one_image():
@@ -318,6 +339,7 @@ def test_several_openpai_errors_at_once():
         parse_job_spec(document)
     assert sorted(e.path for e in caught.value.errors) == sorted(
         [
+            "extras",
             "jobRetryCount",
             f"{T}.instances",
             f"{R}.gpu",

@@ -126,7 +126,7 @@ def build_launch(
         env=tuple(sorted((name, reveal(value)) for name, value in spec.env.items())),
         data_dir=spec.data_dir,
         output_dir=spec.output_dir,
-        image=spec.image,
+        image=spec.image_of(task.role),
         pids_limit=pids_limit,
         resumed=task.attempt > 1,
         run_as=run_as(tenant),

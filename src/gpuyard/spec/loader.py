@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -16,7 +17,8 @@ import yaml
 from gpuyard.spec import limits
 from gpuyard.spec.errors import FieldError, HugeNumber, SpecError, got
 from gpuyard.spec.models import JobSpec
-from gpuyard.spec.openpai import is_openpai, parse_openpai
+from gpuyard.spec.notices import FieldWarning
+from gpuyard.spec.openpai import convert_openpai, is_openpai
 from gpuyard.spec.ours import parse_ours
 
 
@@ -118,18 +120,41 @@ def read_document(text: str | bytes, content_type: str | None = None) -> object:
         raise _fail("the spec is nested too deeply") from e
 
 
-def parse_job_spec(doc: object) -> JobSpec:
-    """A parsed document (our format or OpenPAI v2) → a validated `JobSpec`."""
+@dataclass(frozen=True, slots=True)
+class LoadedJob:
+    """A validated spec, the warnings about fields accepted but not honoured, and the OpenPAI
+    document it was converted from (None for our format: the spec is the document)."""
+
+    spec: JobSpec
+    warnings: tuple[FieldWarning, ...] = ()
+    original: dict[str, Any] | None = None
+
+
+def parse_job(doc: object) -> LoadedJob:
+    """A parsed document (our format or OpenPAI v2) → the validated spec and its warnings."""
     if doc is None:
         raise _fail("the spec is empty; expected a mapping with name and taskRoles")
     if not isinstance(doc, dict):
         raise _fail(
             f"the spec must be a mapping of fields, like name: ... and taskRoles: ...{got(doc)}"
         )
-    return parse_openpai(doc) if is_openpai(doc) else parse_ours(doc)
+    if not is_openpai(doc):
+        return LoadedJob(parse_ours(doc))
+    spec, warnings = convert_openpai(doc)
+    return LoadedJob(spec, tuple(warnings), doc)
+
+
+def parse_job_spec(doc: object) -> JobSpec:
+    """A parsed document (our format or OpenPAI v2) → a validated `JobSpec`."""
+    return parse_job(doc).spec
+
+
+def load_job(text: str | bytes, content_type: str | None = None) -> LoadedJob:
+    """A YAML or JSON body → the validated spec, its warnings and its OpenPAI original."""
+    return parse_job(read_document(text, content_type))
 
 
 def load_job_spec(text: str | bytes, content_type: str | None = None) -> JobSpec:
     """A YAML or JSON body → a validated `JobSpec`; `content_type` is a hint only.
     Raises `SpecError` with every problem found."""
-    return parse_job_spec(read_document(text, content_type))
+    return load_job(text, content_type).spec

@@ -56,6 +56,7 @@ class TaskRoleSpec:
     ports: tuple[tuple[str, int], ...] = ()  # (label, count) per task, sorted by label
     min_failed: int = 1  # failed tasks of the role that fail the job; -1: none does
     min_succeeded: int = -1  # succeeded tasks of the role that succeed the job; -1: all end
+    image: str | None = None  # the role's own image (None: the job's `image`)
 
     @property
     def gpu_fraction(self) -> float | None:
@@ -79,6 +80,8 @@ class TaskRoleSpec:
             out["minFailedTasks"] = self.min_failed
         if self.min_succeeded != -1:
             out["minSucceededTasks"] = self.min_succeeded
+        if self.image is not None:
+            out["image"] = self.image
         return out
 
     def to_document(self) -> dict[str, Any]:
@@ -122,6 +125,10 @@ class JobSpec:
 
     def __hash__(self) -> int:
         return hash((self.name, self.tenant, tuple(self.task_roles.items())))
+
+    def image_of(self, role: str) -> str | None:
+        """The image `role`'s tasks run: its own, else the job's (None: the host's root fs)."""
+        return self.task_roles[role].image or self.image
 
     @property
     def task_count(self) -> int:

@@ -4,9 +4,12 @@ The OpenPAI document is translated into a document in our format, remembering wh
 OpenPAI field each of ours came from; validation errors are then reported under the
 OpenPAI paths (`taskRoles.train.resourcePerInstance.gpu`, not `...gpuNumber`).
 A role's `completion.minFailedInstances / minSucceededInstances` become our
-`minFailedTasks / minSucceededTasks` (null: -1), its `resourcePerInstance.ports` our `ports`.
-Fields that have no meaning here (taskRetryCount, extraContainerOptions, data/script/output
-prerequisites, deployments, extras) are accepted and ignored.
+`minFailedTasks / minSucceededTasks` (null, or more than the role's instances: -1, never
+triggered, as on OpenPAI), its `resourcePerInstance.ports` our `ports` (with an `ssh` and an
+`http` port, which OpenPAI reserves for every task), its commands one script with the active
+deployment's pre/post commands and the `cmd` hooks (openpai_script.py), its `dockerImage`
+its own image. Every field is honoured, refused, or accepted with a `FieldWarning`
+(docs/spec.md has the table); `convert_openpai` returns the warnings with the spec.
 """
 
 from __future__ import annotations
@@ -15,7 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuyard.spec.errors import Errors, got, item, join, unknown_field
+from gpuyard.spec.fields import as_whole
 from gpuyard.spec.models import SECRET_KEY, JobSpec
+from gpuyard.spec.notices import FieldWarning, Warnings
+from gpuyard.spec.openpai_deployments import Active, active_deployment
+from gpuyard.spec.openpai_extras import Extras, read_extras
+from gpuyard.spec.openpai_hooks import Scope, plugin_hooks, prerequisite_hooks
+from gpuyard.spec.openpai_script import entrypoint, script
 from gpuyard.spec.ours import parse_ours
 from gpuyard.spec.templates import substitute
 
@@ -46,6 +55,8 @@ ROLE_KEYS = (
     "extraContainerOptions",
     "resourcePerInstance",
     "commands",
+    "prerequisites",
+    "protocolVersion",
 )
 RESOURCE_KEYS = {"cpu": "cpuNumber", "memoryMB": "memoryMB", "gpu": "gpuNumber", "ports": "ports"}
 COMPLETION_KEYS = {
@@ -55,6 +66,17 @@ COMPLETION_KEYS = {
 NEVER = -1  # OpenPAI's null or -1: no count triggers
 DEFAULTS_KEYS = ("virtualCluster", "deployment")
 PREREQUISITE_TYPES = ("dockerimage", "data", "script", "output")
+PREREQUISITE_KEYS = (
+    *("protocolVersion", "name", "type", "version", "contributor", "description", "uri"),
+    *("plugin", "callbacks", "require", "failurePolicy", "auth"),
+)
+AUTH_WARNING = (
+    "registry credentials are not supported yet: the image is pulled without them"
+    " (a private image fails to pull)"
+)
+OPENPAI_PORTS = ("http", "ssh")  # OpenPAI reserves one of each for every task
+CONTAINER_OPTIONS = ("shmMB", "infiniband")
+SHM_MIN_MB = 64  # a task's /dev/shm: max(64, memoryMB) MB (runtime/oci.py)
 
 
 def is_openpai(doc: dict[Any, Any]) -> bool:
@@ -70,6 +92,10 @@ class _Context:
     scope: dict[str, Any] = field(default_factory=dict)
     paths: dict[str, str] = field(default_factory=dict)
     broken: set[str] = field(default_factory=set)  # sections already reported as bad
+    warns: Warnings = field(default_factory=Warnings)
+    docs: list[Any] = field(default_factory=list)  # the prerequisites as given
+    extras: Extras = field(default_factory=Extras)
+    deployment: Active = field(default_factory=dict)
 
     def rename(self, path: str) -> str:
         """Our path → the OpenPAI path it came from (longest matching prefix)."""
@@ -107,11 +133,20 @@ def _check_header(errs: Errors, doc: dict[Any, Any]) -> None:
         errs.add("type", f"must be job (only jobs can be submitted){got(kind)}")
 
 
+def _prerequisite_warnings(ctx: _Context, where: str, entry: dict[Any, Any]) -> None:
+    for key in entry:
+        if key not in PREREQUISITE_KEYS:
+            ctx.warns.add(join(where, key), "unknown prerequisite field: not used")
+    if entry.get("auth") is not None:
+        ctx.warns.add(join(where, "auth"), AUTH_WARNING)
+
+
 def _read_prerequisite(errs: Errors, ctx: _Context, i: int, entry: object) -> None:
     where = item("prerequisites", i)
     if not isinstance(entry, dict):
         errs.add(where, f"must be a mapping with type, name and uri{got(entry)}")
         return
+    _prerequisite_warnings(ctx, where, entry)
     kind, name = entry.get("type"), entry.get("name")
     if kind not in PREREQUISITE_TYPES:
         errs.add(join(where, "type"), f"must be one of {', '.join(PREREQUISITE_TYPES)}{got(kind)}")
@@ -139,6 +174,7 @@ def _read_prerequisites(errs: Errors, doc: dict[Any, Any], ctx: _Context) -> Non
     if value is not None and not isinstance(value, list):
         errs.add("prerequisites", f"must be a list of {{type, name, uri}} items{got(value)}")
     elif value is not None:
+        ctx.docs = value
         for i, entry in enumerate(value):
             _read_prerequisite(errs, ctx, i, entry)
     if len(errs.items) > before:
@@ -161,6 +197,7 @@ def _role_image(errs: Errors, ctx: _Context, path: str, ref: object) -> object:
         return _BAD
     uri, index = ctx.images[ref]
     ctx.paths.setdefault("image", f"prerequisites[{index}].uri")
+    ctx.paths[join(path, "image")] = f"prerequisites[{index}].uri"
     return uri
 
 
@@ -168,30 +205,69 @@ def _image_words(uri: object) -> str:
     return "no image" if uri is None else f"image {uri!r}"
 
 
-def _commands(errs: Errors, ctx: _Context, path: str, role: dict[Any, Any]) -> object:
-    scope = dict(ctx.scope)
+def _scope(ctx: _Context, role: dict[Any, Any]) -> Scope:
+    """What the role's references resolve to: parameters, secrets, its data/output/script."""
+    values = dict(ctx.scope)
     for kind in ("data", "output", "script"):
-        scope[kind] = ctx.by_name.get(role[kind]) if isinstance(role.get(kind), str) else None
+        values[kind] = ctx.by_name.get(role[kind]) if isinstance(role.get(kind), str) else None
+    return Scope(values, ctx.broken)
+
+
+def _lines(errs: Errors, scope: Scope, where: str, value: list[Any]) -> list[Any]:
+    return [
+        substitute(errs, item(where, i), line, scope.values, scope.quiet, scope.used)
+        if isinstance(line, str)
+        else line
+        for i, line in enumerate(value)
+    ]
+
+
+def _chain(errs: Errors, ctx: _Context, name: str, role: dict, scope: Scope) -> object:
+    """The role's commands with the active deployment's pre/post commands, substituted;
+    a list with a bad line is given back as it is, for our validation to name the line."""
     value = role.get("commands")
-    where = join(path, "commands")
-    quiet, used = ctx.broken, set[str]()
+    where = join(join("taskRoles", name), "commands")
     if isinstance(value, str):
-        value = substitute(errs, where, value, scope, quiet, used)
-    elif isinstance(value, list):
-        value = [
-            substitute(errs, item(where, i), line, scope, quiet, used)
-            if isinstance(line, str)
-            else line
-            for i, line in enumerate(value)
-        ]
+        value = [value]
+    if not isinstance(value, list) or not value:
+        return role.get("commands")
+    lines = _lines(errs, scope, where, value)
+    if not all(isinstance(line, str) for line in lines):
+        return lines
+    path, extra = ctx.deployment.get(name, ("", {}))
+    pre = _lines(errs, scope, join(path, "preCommands"), extra.get("preCommands") or [])
+    post = _lines(errs, scope, join(path, "postCommands"), extra.get("postCommands") or [])
+    return entrypoint([*pre, *lines, *post])
+
+
+def _commands(errs: Errors, ctx: _Context, name: str, role: dict[Any, Any]) -> object:
+    """The role's script (openpai_script.py); secret as a whole if it holds a secret."""
+    scope = _scope(ctx, role)
+    chain = _chain(errs, ctx, name, role, scope)
+    if not isinstance(chain, str):
+        return chain
+    path = join("taskRoles", name)
+    plugins = plugin_hooks(errs, scope, ctx.extras.plugins, name)
+    needs = prerequisite_hooks(errs, ctx.warns, scope, path, role, ctx.docs)
+    text = script(chain, needs.before + plugins.before, plugins.after + needs.after)
     # a command that holds a secret's value is itself secret (stored encrypted, redacted)
-    return {SECRET_KEY: value} if "secrets" in used else value
+    return {SECRET_KEY: text} if "secrets" in scope.used else text
+
+
+def _with_openpai_ports(value: object) -> object:
+    """`ports` with one `http` and one `ssh` port added where not given, as OpenPAI does
+    (PAI_TASK_ROLE_<role>_HOST_LIST names each task's http port)."""
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        return value  # our validation names the problem
+    return {**value, **{label: 1 for label in OPENPAI_PORTS if label not in value}}
 
 
 def _resources(errs: Errors, ctx: _Context, path: str, value: object) -> dict[str, Any]:
     where = join(path, "resourcePerInstance")
     if value is None:
-        return {}
+        return {"ports": _with_openpai_ports(None)}
     if not isinstance(value, dict):
         errs.add(where, f"must be a mapping with cpu, memoryMB and gpu{got(value)}")
         return {}
@@ -201,11 +277,14 @@ def _resources(errs: Errors, ctx: _Context, path: str, value: object) -> dict[st
         if ours is not None and key in value:
             out[ours] = value[key]
             ctx.paths[join(path, ours)] = join(where, key)
+    out["ports"] = _with_openpai_ports(out.get("ports"))
     return out
 
 
-def _completion(errs: Errors, ctx: _Context, path: str, value: object) -> dict[str, Any]:
-    where = join(path, "completion")
+def _completion(errs: Errors, ctx: _Context, path: str, role: dict[Any, Any]) -> dict[str, Any]:
+    """minFailed/minSucceeded: null, or more than the role's instances (never reached, so
+    OpenPAI never triggers it), become -1."""
+    where, value = join(path, "completion"), role.get("completion")
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -213,46 +292,92 @@ def _completion(errs: Errors, ctx: _Context, path: str, value: object) -> dict[s
         errs.add(where, f"must be {what}{got(value)}")
         return {}
     _check_keys(errs, value, where, tuple(COMPLETION_KEYS))
+    instances = as_whole(role.get("instances", 1))
     out: dict[str, Any] = {}
     for key, ours in COMPLETION_KEYS.items():
         if key in value:
-            out[ours] = NEVER if value[key] is None else value[key]
+            count = as_whole(value[key])
+            beyond = count is not None and instances is not None and count > instances
+            out[ours] = NEVER if value[key] is None or beyond else value[key]
             ctx.paths[join(path, ours)] = join(where, key)
     return out
 
 
-def _translate_role(errs: Errors, ctx: _Context, path: str, role: object) -> object:
+def _container_options(ctx: _Context, path: str, role: dict[Any, Any]) -> None:
+    """extraContainerOptions: shmMB is met (a task's /dev/shm is as large as its memory);
+    one larger than that, infiniband and unknown options are warnings."""
+    where, value = join(path, "extraContainerOptions"), role.get("extraContainerOptions")
+    if not isinstance(value, dict):
+        if value is not None:
+            ctx.warns.add(where, f"not used: must be a mapping like {{shmMB: 512}}{got(value)}")
+        return
+    resources = role.get("resourcePerInstance")
+    memory = as_whole(resources.get("memoryMB", 1024)) if isinstance(resources, dict) else None
+    shm, size = as_whole(value.get("shmMB")), max(SHM_MIN_MB, memory or 0)
+    if shm is not None and shm > size:
+        ctx.warns.add(join(where, "shmMB"), f"/dev/shm is {size} MB here (the task's memory)")
+    if value.get("infiniband"):
+        ctx.warns.add(join(where, "infiniband"), "no InfiniBand devices are given to tasks yet")
+    for key in value:
+        if key not in CONTAINER_OPTIONS:
+            ctx.warns.add(join(where, key), "unknown container option: not used")
+
+
+def _task_retries(ctx: _Context, path: str, role: dict[Any, Any], doc: dict[Any, Any]) -> None:
+    """taskRetryCount counts only without gang allocation (as on OpenPAI)."""
+    extras = doc.get("extras")
+    ungang = isinstance(extras, dict) and extras.get("gangAllocation") is False
+    if ungang and role.get("taskRetryCount"):
+        message = "not honoured yet: a failed task counts against the job's jobRetryCount"
+        ctx.warns.add(join(path, "taskRetryCount"), message)
+
+
+def _translate_role(errs: Errors, ctx: _Context, name: str, role: object, doc: dict) -> object:
+    path = join("taskRoles", name)
     if not isinstance(role, dict):
         return role  # our validation says that a role must be a mapping
     _check_keys(errs, role, path, ROLE_KEYS)
+    _container_options(ctx, path, role)
+    _task_retries(ctx, path, role, doc)
     out = _resources(errs, ctx, path, role.get("resourcePerInstance"))
-    out.update(_completion(errs, ctx, path, role.get("completion")))
+    out.update(_completion(errs, ctx, path, role))
     if "instances" in role:
         out["taskNumber"] = role["instances"]
-    out["command"] = _commands(errs, ctx, path, role)
+    if name in ctx.extras.gpu_types:
+        out["gpuType"], ctx.paths[join(path, "gpuType")] = ctx.extras.gpu_types[name]
+    out["command"] = _commands(errs, ctx, name, role)
     ctx.paths[join(path, "taskNumber")] = join(path, "instances")
     ctx.paths[join(path, "command")] = join(path, "commands")
     return out
 
 
-def _check_one_image(errs: Errors, ctx: _Context, roles: dict[Any, Any]) -> object:
-    """The first role's image; an error for each role that names a different one."""
-    first: tuple[object, object] | None = None  # (role name, its image)
+def _role_images(errs: Errors, ctx: _Context, roles: dict[Any, Any]) -> dict[str, object]:
+    """Each role's image (the uri its dockerImage names); an error for a role without one
+    when another has one (OpenPAI requires it: no image at all is our host root fs)."""
+    images: dict[str, object] = {}
     for name, role in roles.items():
-        if not isinstance(role, dict):
-            continue
-        path = join("taskRoles", name)
-        uri = _role_image(errs, ctx, path, role.get("dockerImage"))
-        if first is None:
-            first = (name, uri)
-        elif uri is not _BAD and first[1] is not _BAD and uri != first[1]:
+        if isinstance(role, dict):
+            path = join("taskRoles", name)
+            images[str(name)] = _role_image(errs, ctx, path, role.get("dockerImage"))
+    given = [(name, uri) for name, uri in images.items() if uri is not None]
+    for name, uri in images.items():
+        if uri is None and given:
             errs.add(
-                join(path, "dockerImage"),
-                f"uses {_image_words(uri)} but role '{first[0]}' uses {_image_words(first[1])}:"
-                " every role must use the same image (images per role are not supported yet)",
+                join(join("taskRoles", name), "dockerImage"),
+                f"uses {_image_words(uri)} but role '{given[0][0]}' uses "
+                f"{_image_words(given[0][1])}: name a dockerimage prerequisite for every role",
             )
-    image = first[1] if first is not None else None
-    return None if image is _BAD else image
+    return images
+
+
+def _place_images(ours: dict[str, Any], images: dict[str, object]) -> None:
+    """The first role's image is the job's; a role with another image gets its own."""
+    first = next(iter(images.values()), None)
+    ours["image"] = None if first is _BAD else first
+    for name, uri in images.items():
+        role = ours["taskRoles"].get(name)
+        if isinstance(role, dict) and uri is not _BAD and uri is not None and uri != first:
+            role["image"] = uri
 
 
 def _translate(errs: Errors, doc: dict[Any, Any], ctx: _Context) -> dict[str, Any]:
@@ -265,16 +390,17 @@ def _translate(errs: Errors, doc: dict[Any, Any], ctx: _Context) -> dict[str, An
     if not isinstance(roles, dict):
         ours["taskRoles"] = roles
         return ours
-    ours["image"] = _check_one_image(errs, ctx, roles)
+    images = _role_images(errs, ctx, roles)
     ours["taskRoles"] = {
-        name: _translate_role(errs, ctx, join("taskRoles", name), role)
-        for name, role in roles.items()
+        name: _translate_role(errs, ctx, name, role, doc) for name, role in roles.items()
     }
+    _place_images(ours, images)
     return ours
 
 
-def parse_openpai(doc: dict[Any, Any]) -> JobSpec:
-    """Validate an OpenPAI v2 job; raise `SpecError` with OpenPAI paths."""
+def convert_openpai(doc: dict[Any, Any]) -> tuple[JobSpec, list[FieldWarning]]:
+    """Validate an OpenPAI v2 job; raise `SpecError` with OpenPAI paths. Also gives the
+    warnings: fields accepted but not honoured (yet)."""
     errs = Errors()
     ctx = _Context()
     _check_keys(errs, doc, "", JOB_KEYS)
@@ -282,6 +408,13 @@ def parse_openpai(doc: dict[Any, Any]) -> JobSpec:
     _read_prerequisites(errs, doc, ctx)
     ctx.scope["parameters"] = _mapping(errs, ctx, doc, "parameters", "parameter names to values")
     ctx.scope["secrets"] = _mapping(errs, ctx, doc, "secrets", "secret names to values")
+    ctx.extras = read_extras(errs, ctx.warns, doc)
+    ctx.deployment = active_deployment(errs, ctx.warns, doc)
     ours = _translate(errs, doc, ctx)
     errs.rename = ctx.rename  # from here on, paths are ours: report them as OpenPAI's
-    return parse_ours(ours, errs)
+    return parse_ours(ours, errs), ctx.warns.items
+
+
+def parse_openpai(doc: dict[Any, Any]) -> JobSpec:
+    """Validate an OpenPAI v2 job; raise `SpecError` with OpenPAI paths."""
+    return convert_openpai(doc)[0]

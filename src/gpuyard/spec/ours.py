@@ -58,6 +58,7 @@ ROLE_TABLE: tuple[Row, ...] = (
     ("ports", "ports", read_ports, ()),
     ("minFailedTasks", "min_failed", read_min_tasks, 1),
     ("minSucceededTasks", "min_succeeded", read_min_tasks, NEVER),
+    ("image", "image", read_image, None),
     ("command", "command", read_command, Required("the shell command each task runs")),
 )
 
