@@ -1,6 +1,6 @@
 """A job's preemption count and what its estimated start rests on, through the real API (the
-job, the job list and the queue): a run time learned from the user's earlier run of the same
-job name, or a running job's maxRuntime."""
+job, the job list and the queue) and the portal (the job and tenants pages): a run time
+learned from the user's earlier run of the same job name, or a running job's maxRuntime."""
 
 from __future__ import annotations
 
@@ -30,6 +30,12 @@ def get(world, job_id: str) -> dict:
     return world.call("root", "GET", f"/api/v1/jobs/{job_id}").json()
 
 
+def portal(world, path: str) -> str:
+    r = world.client.get(path, headers={"Cookie": f"gpuyard_session={world.tokens['alice']}"})
+    assert r.status_code == 200, r.text
+    return r.text
+
+
 def test_a_preempted_job_says_how_many_times(world):
     job_id = world.jobs["red"]
     key = run(world, job_id)
@@ -40,6 +46,7 @@ def test_a_preempted_job_says_how_many_times(world):
     listed = {j["id"]: j for j in world.call("alice", "GET", "/api/v1/jobs").json()["jobs"]}
     assert listed[job_id]["preemptions"] == 1
     assert get(world, world.jobs["blue"])["preemptions"] == 0
+    assert 'id="preemptions">1 time<' in portal(world, f"/jobs/{job_id}")
 
 
 @pytest.mark.parametrize(
@@ -68,3 +75,5 @@ def test_the_estimated_start_says_what_it_rests_on(world, extra, basis):
     queue = world.call("alice", "GET", "/api/v1/queue").json()
     (red,) = [t for t in queue["tenants"] if t["name"] == "red"]
     assert red["queue"][0]["estimatedStartBasis"] == job["estimatedStartBasis"]
+    shown = f"from {job['estimatedStartBasis']}</span>"
+    assert shown in portal(world, f"/jobs/{waiting}") and shown in portal(world, "/tenants")
