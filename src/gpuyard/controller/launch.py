@@ -17,6 +17,7 @@ from gpuyard.runtime.env import MASTER_PORT_LABEL
 from gpuyard.runtime.logcap import DEFAULT_LIMIT_MB
 from gpuyard.runtime.types import TaskLaunch, TaskPeer
 from gpuyard.spec import JobSpec, reveal
+from gpuyard.spec.paienv import job_env
 from gpuyard.store import JobRecord, PortRequest, Store, TaskPorts, TaskRecord
 
 NOBODY = (65534, 65534)  # a tenant without an id block yet (never after the server starts)
@@ -131,6 +132,7 @@ def build_launch(
         resumed=task.attempt > 1,
         run_as=run_as(tenant),
         role_task_counts=tuple((name, r.task_number) for name, r in spec.task_roles.items()),
+        job_env=tuple(sorted(job_env(spec, job.owner).items())),
         gpu_memory_mb=task.gpu_memory_mb,
         gpu_compute_percent=role.gpu_compute_percent if task.gpu_memory_mb else None,
         peers=peers,

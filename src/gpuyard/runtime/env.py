@@ -20,13 +20,24 @@ order: roles in spec order, then index) also gets the PyTorch/torchrun names and
 `LOCAL_WORLD_SIZE`, `PAI_HOST_IP_<role>_<index>`, `PAI_PORT_LIST_<role>_<index>_<label>`
 (comma-separated), `PAI_CURRENT_CONTAINER_IP` and `GPUYARD_HOSTS_FILE`. These are platform
 variables too: a user's env cannot override them.
+
+OpenPAI's other names (`openpai_peer_env`, as its runtime's parser.py writes them):
+`PAI_TASK_ROLE_<role>_HOST_LIST` (`address:http-port` of each task of the role, comma-separated;
+the address alone for a task without an `http` port), `PAI_CONTAINER_HOST_<label>_PORT_LIST`
+(this task's ports of a label), `PAI_CONTAINER_HOST_PORT_LIST` (`label:ports;` for each),
+`PAI_CONTAINER_HOST_IP`, `PAI_CONTAINER_HOST_PORT` / `PAI_CURRENT_CONTAINER_PORT` (its first
+http port), `PAI_CONTAINER_SSH_PORT`, `PAI_<role>_<index>_<label>_PORT` and
+`PAI_TASK_ROLE_INSTANCES` (`role:index,...`). `PAI_WORK_DIR` is the task's working dir
+(/workspace). The job- and role-level ones (`PAI_USER_NAME`, `PAI_RESOURCE_<role>`,
+`PAI_MIN_FAILED_TASK_COUNT_<role>`, ...) come with the launch (`launch.job_env`, from
+spec/paienv.py).
 """
 
 from __future__ import annotations
 
 import re
 
-from gpuyard.runtime.types import TaskLaunch
+from gpuyard.runtime.types import TaskLaunch, TaskPeer
 
 WORKDIR = "/workspace"  # the task's private writable dir and cwd, also its HOME
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -46,6 +57,7 @@ PLATFORM_NAMES = frozenset(
 )
 HOSTS_FILE = "/run/gpuyard/hosts"  # `<address> <role>-<index>` per task of the job
 MASTER_PORT_LABEL = "master"
+HTTP_PORT_LABEL = "http"  # OpenPAI's host lists name each task's first http port
 CAPABILITIES_VAR = "NVIDIA_DRIVER_CAPABILITIES"
 DEFAULT_DRIVER_CAPABILITIES = "compute,utility"
 DRIVER_CAPABILITIES = frozenset(
@@ -101,6 +113,7 @@ def task_env(launch: TaskLaunch) -> dict[str, str]:
         "PAI_TASK_INDEX": str(launch.index),
         "PAI_TASK_ROLE_COUNT": str(len(roles)),
         "PAI_TASK_ROLE_LIST": ",".join(roles),
+        "PAI_WORK_DIR": WORKDIR,
     }
     for role, count in launch.role_task_counts:
         env[f"PAI_TASK_ROLE_TASK_COUNT_{env_name_part(role)}"] = str(count)
@@ -133,6 +146,34 @@ def distributed_env(launch: TaskLaunch) -> dict[str, str]:
         env[f"PAI_HOST_IP_{name}"] = p.address
         for label, ports in p.ports:
             env[f"PAI_PORT_LIST_{name}_{env_name_part(label)}"] = ",".join(map(str, ports))
+            env[f"PAI_{name}_{env_name_part(label)}_PORT"] = ",".join(map(str, ports))
+    env.update(openpai_peer_env(launch, me))
+    return env
+
+
+def _http_address(peer: TaskPeer) -> str:
+    http = dict(peer.ports).get(HTTP_PORT_LABEL)
+    return f"{peer.address}:{http[0]}" if http else peer.address
+
+
+def openpai_peer_env(launch: TaskLaunch, me: TaskPeer) -> dict[str, str]:
+    """OpenPAI's host lists and this task's port variables (see the module's docstring)."""
+    hosts: dict[str, list[str]] = {}
+    for p in launch.peers:
+        hosts.setdefault(env_name_part(p.role), []).append(_http_address(p))
+    env = {f"PAI_TASK_ROLE_{role}_HOST_LIST": ",".join(h) for role, h in hosts.items()}
+    env["PAI_TASK_ROLE_INSTANCES"] = ",".join(f"{p.role}:{p.index}" for p in launch.peers)
+    env["PAI_CONTAINER_HOST_IP"] = me.address
+    mine = {label: ",".join(map(str, ports)) for label, ports in me.ports}
+    for label, text in mine.items():
+        env[f"PAI_CONTAINER_HOST_{env_name_part(label)}_PORT_LIST"] = text
+    env["PAI_CONTAINER_HOST_PORT_LIST"] = "".join(f"{k}:{v};" for k, v in mine.items())
+    first = {label: ports[0] for label, ports in me.ports if ports}
+    for name, label in (("PAI_CONTAINER_HOST_PORT", "http"), ("PAI_CONTAINER_SSH_PORT", "ssh")):
+        if label in first:
+            env[name] = str(first[label])
+    if HTTP_PORT_LABEL in first:
+        env["PAI_CURRENT_CONTAINER_PORT"] = str(first[HTTP_PORT_LABEL])
     return env
 
 
@@ -185,6 +226,7 @@ def build_env(launch: TaskLaunch, image_env: tuple[tuple[str, str], ...] = ()) -
     env = default_env()
     env.update(dict(image_env))
     env.update(dict(launch.env))
+    env.update(dict(launch.job_env))
     if launch.gpus:
         env[CAPABILITIES_VAR] = driver_capabilities(env.get(CAPABILITIES_VAR, ""))
     env.update(task_env(launch))

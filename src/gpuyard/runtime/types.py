@@ -46,6 +46,8 @@ class TaskLaunch:
     image: str | None = None  # None: the host's root filesystem, read-only
     pids_limit: int = 4096
     role_task_counts: tuple[tuple[str, int], ...] = field(default=())  # role → taskNumber
+    # platform variables the spec decides (OpenPAI's job and role names, spec/paienv.py)
+    job_env: tuple[tuple[str, str], ...] = ()
     resumed: bool = False  # a later attempt: a checkpoint in /output may be waiting
     run_as: tuple[int, int] = (0, 0)  # uid, gid of the task's processes in the container
     gpu_memory_mb: int = 0  # > 0: a share of gpus[0], run under MPS (runtime/mps.py)

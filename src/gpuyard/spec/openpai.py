@@ -26,6 +26,7 @@ from gpuyard.spec.openpai_extras import Extras, read_extras
 from gpuyard.spec.openpai_hooks import Scope, plugin_hooks, prerequisite_hooks
 from gpuyard.spec.openpai_script import entrypoint, script
 from gpuyard.spec.ours import parse_ours
+from gpuyard.spec.paienv import SHM_MIN_MB
 from gpuyard.spec.templates import substitute
 
 JOB_KEYS = (
@@ -76,7 +77,6 @@ AUTH_WARNING = (
 )
 OPENPAI_PORTS = ("http", "ssh")  # OpenPAI reserves one of each for every task
 CONTAINER_OPTIONS = ("shmMB", "infiniband")
-SHM_MIN_MB = 64  # a task's /dev/shm: max(64, memoryMB) MB (runtime/oci.py)
 
 
 def is_openpai(doc: dict[Any, Any]) -> bool:
