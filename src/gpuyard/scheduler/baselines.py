@@ -3,8 +3,11 @@
 Each is a `cycle(view) -> CycleResult` like the default multi-tenant scheduler, on the same
 synced snapshot (`ClusterState`) and the same gang placement (`place_gang`):
 
-- `fifo`          YARN-CS style: each tenant's queue in FIFO order, strictly (a head that
-                  cannot start blocks its tenant), within its guarantee only (no borrowing);
+- `fifo-quota`    per-tenant FIFO within the guarantee on shared nodes: each tenant's queue in
+                  FIFO order, strictly (a head that cannot start blocks its tenant), within
+                  its guarantee only (no borrowing); `fifo` is its old name, still accepted.
+                  (YARN-CS proper, each tenant on private nodes of its quota, is the
+                  simulator's `fifo-private`: sim/private.py);
 - `fifo-backfill` one FIFO queue on the shared pool (quotas ignored); a job that does not fit
                   is skipped and later ones that fit start (greedy backfill);
 - `sjf-oracle`    shortest job first on the shared pool (`JobDemand.oracle_duration_s`),
@@ -410,18 +413,24 @@ def _left(r: RunningJob, now: float) -> float:
 
 
 BASELINES: dict[str, type[Baseline]] = {
-    "fifo": FifoCapacity,
+    "fifo-quota": FifoCapacity,
     "fifo-backfill": Greedy,
     "sjf-oracle": Sjf,
     "srtf-oracle": Srtf,
     "las": Las,
 }
 POLICIES = ("default", *BASELINES)
+ALIASES = {"fifo": "fifo-quota"}  # the old name of fifo-quota (issue 16 renamed it)
+
+
+def canonical_policy(name: str) -> str:
+    """The policy's name, its alias resolved (`fifo` → `fifo-quota`)."""
+    return ALIASES.get(name, name)
 
 
 def make_baseline(config: SchedulerConfig) -> Baseline:
     try:
-        return BASELINES[config.policy](config)
+        return BASELINES[canonical_policy(config.policy)](config)
     except KeyError:
         raise ValueError(
             f"unknown scheduler policy {config.policy!r}; one of: {', '.join(POLICIES)}"
