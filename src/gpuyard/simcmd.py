@@ -10,6 +10,7 @@ from rich.console import Console
 
 from gpuyard.sim.command import DEFAULT_POLICIES, run_sim, sim_config
 from gpuyard.sim.openbcmd import DEFAULT_OPENB_POLICIES, run_openb
+from gpuyard.sim.seeds import parse_seeds
 from gpuyard.sim.traces import default_trace_dir
 
 DEFAULT_TRACE_DIR = default_trace_dir()
@@ -31,7 +32,7 @@ def sim(
     ] = None,
     policy: Annotated[str, typer.Option(help="comma-separated policies")] = DEFAULT_POLICIES,
     out: Annotated[Path | None, typer.Option(help="write CSVs and PNG plots here")] = None,
-    seed: Annotated[int, typer.Option(help="seed of the checkpoint phases")] = 0,
+    seed: Annotated[int, typer.Option(help="seed of the checkpoint phases (and of --jitter)")] = 0,
     limit: Annotated[int | None, typer.Option(help="replay only the first N jobs")] = None,
     cycle: Annotated[float, typer.Option(help="seconds between cycles while jobs wait")] = 60.0,
     checkpoint: Annotated[
@@ -57,8 +58,21 @@ def sim(
         typer.Option(help="`default`: hold the GPU flavors of an aged head that cannot start"),
     ] = False,
     seeds: Annotated[
-        int, typer.Option(help="openb: seeds per policy (42, 43, ...), as the FGD paper's 10")
-    ] = 10,
+        str | None,
+        typer.Option(
+            help="seeds, e.g. 0-4 or 0,3,7: each (policy, seed) in parallel, mean ± std "
+            "(replaces --seed); openb: how many seeds (42, 43, ...), 10 as the FGD paper"
+        ),
+    ] = None,
+    jobs: Annotated[
+        int | None, typer.Option(help="--seeds: processes at once (default: one per core)")
+    ] = None,
+    jitter: Annotated[
+        float, typer.Option(help="move each arrival later by a seeded offset in [0, S) s")
+    ] = 0.0,
+    one_tenant: Annotated[
+        bool, typer.Option(help="every job of the trace in one tenant `all`, quotas of the whole")
+    ] = False,
     workers: Annotated[int, typer.Option(help="openb: processes running seeds")] = 1,
 ) -> None:
     """Replay a GPU-cluster trace through the scheduler under several policies, side by side."""
@@ -66,7 +80,7 @@ def sim(
     try:
         if trace == "openb":
             chosen = DEFAULT_OPENB_POLICIES if policy == DEFAULT_POLICIES else policy
-            run_openb(trace_dir, chosen, seeds, out, console, workers)
+            run_openb(trace_dir, chosen, int(seeds or 10), out, console, workers)
             return
         config = sim_config(
             cycle,
@@ -78,8 +92,22 @@ def sim(
             tenant_preemption=tenant_preemption,
             least_served_first=least_served_first,
             aged_holds=aged_holds,
+            jitter_s=jitter,
         )
-        run_sim(trace, trace_dir, quotas, policy, out, config, limit, console)
+        chosen_seeds = parse_seeds(seeds) if seeds else None
+        run_sim(
+            trace,
+            trace_dir,
+            quotas,
+            policy,
+            out,
+            config,
+            limit,
+            console,
+            chosen_seeds,
+            jobs,
+            one_tenant,
+        )
     except (ValueError, OSError) as e:
         console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e

@@ -70,6 +70,8 @@ def demand(
     queued_at: float,
     attained_gpu_s: float,
     remaining_s: float,
+    expected_s: float | None = None,
+    preemptions: int = 0,
 ) -> JobDemand:
     return JobDemand(
         job.job_id,
@@ -80,4 +82,6 @@ def demand(
         submitted_at=queued_at,
         attained_gpu_s=attained_gpu_s,
         oracle_duration_s=remaining_s,
+        expected_runtime_s=expected_s,
+        preemptions=preemptions,
     )

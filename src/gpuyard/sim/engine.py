@@ -14,6 +14,11 @@ decide nothing either (`SimResult.quiet_cycles` counts them; `skip_quiet=False` 
 A preempted job keeps the work up to its last checkpoint: checkpoints happen every
 `checkpoint_s` of run time from a per-job phase drawn from the seed; the rest is lost. It is
 requeued as a new attempt (queued at the stop time, attained GPU-seconds carried).
+
+With `jitter_s` > 0 each arrival is first moved later by a seeded offset (`traces.jittered`).
+Jobs whose trace names a user get a run-time estimate when they arrive, from the run times of
+the jobs that ended before (`RuntimeEstimator`, as the controller does live); it and the
+preemption count so far go into each `JobDemand` and `RunningJob`.
 """
 
 from __future__ import annotations
@@ -35,9 +40,10 @@ from gpuyard.scheduler import (
     Scheduler,
     SchedulerConfig,
 )
+from gpuyard.scheduler.estimates import RuntimeEstimator
 from gpuyard.scheduler.view import ViewChanges
 from gpuyard.sim.cluster import build_nodes, build_tenants, demand
-from gpuyard.sim.traces import Trace, TraceJob
+from gpuyard.sim.traces import Trace, TraceJob, jittered
 
 END, STOP, ARRIVE = 0, 1, 2
 
@@ -59,6 +65,8 @@ class SimConfig:
     # skip periodic cycles the policy says cannot decide anything (exact: a cycle that
     # decides nothing leaves the scheduler's snapshot as it found it; docs/sim.md)
     skip_quiet: bool = True
+    # arrivals moved later by a uniform offset in [0, jitter_s) drawn from the seed (0: none)
+    jitter_s: float = 0.0
 
 
 @dataclass(slots=True)
@@ -77,6 +85,7 @@ class SimJob:
     preemptions: int = 0
     lost_gpu_s: float = 0.0
     placement: tuple = ()  # the tasks' placements of the first attempt
+    expected_s: float | None = None  # run-time estimate when it arrived (None: no history)
 
     @property
     def remaining_s(self) -> float:
@@ -110,8 +119,8 @@ class Simulator:
     def __init__(
         self, trace: Trace, config: SimConfig | None = None, scheduler: Policy | None = None
     ) -> None:
-        self.trace, self.config = trace, config or SimConfig()
-        c = self.config
+        c = self.config = config or SimConfig()
+        self.trace = trace = with_jitter(trace, c)
         self.clock = ManualClock(0.0)
         self.nodes = build_nodes(trace)
         self.tenants = build_tenants(trace, c.tenant_queue, c.grace_s)
@@ -132,6 +141,7 @@ class Simulator:
         self.tenant_gpu_s: dict[str, float] = {t: 0.0 for t in self.tenants}
         self.cycles, self.scheduler_s = 0, 0.0
         self.quiet_until, self.quiet_cycles = -math.inf, 0
+        self.estimator = RuntimeEstimator()
         for j in trace.jobs:
             self._push(j.submit_s, ARRIVE, j.job_id, 1)
 
@@ -180,6 +190,9 @@ class Simulator:
     def _handle(self, t: float, kind: int, _n: int, job_id: str, attempt: int) -> None:
         job = self.jobs[job_id]
         if kind == ARRIVE:
+            tj = job.trace
+            known = self.estimator.estimate(tj.tenant, tj.user, tj.name)
+            job.expected_s = None if known is None else known.seconds
             self._enqueue(job, t)
         elif job.attempt == attempt and job_id in self.running:
             self._finish(job, t) if kind == END else self._stopped(job, t)
@@ -187,7 +200,14 @@ class Simulator:
     def _enqueue(self, job: SimJob, t: float) -> None:
         self.touched[job.trace.job_id] = None
         self.queued[job.trace.job_id] = demand(
-            job.trace, job.seq, self.trace.gpus_per_node, t, job.attained_gpu_s, job.remaining_s
+            job.trace,
+            job.seq,
+            self.trace.gpus_per_node,
+            t,
+            job.attained_gpu_s,
+            job.remaining_s,
+            job.expected_s,
+            job.preemptions,
         )
 
     def _release(self, job: SimJob, t: float) -> float:
@@ -203,6 +223,8 @@ class Simulator:
     def _finish(self, job: SimJob, t: float) -> None:
         self._release(job, t)
         job.done_s, job.end = job.trace.duration_s, t
+        tj = job.trace
+        self.estimator.observe(tj.tenant, tj.user, tj.name, tj.duration_s)
 
     def _stopped(self, job: SimJob, t: float) -> None:
         ran = self._release(job, t)
@@ -287,6 +309,8 @@ class Simulator:
             borrowed=admission.borrowed,
             attained_gpu_s=job.attained_gpu_s,
             oracle_end_at=now + remaining,
+            expected_runtime_s=job.expected_s,
+            preemptions=job.preemptions,
         )
         self.running[job.trace.job_id] = r
         self.moved[job.trace.job_id] = None
@@ -313,6 +337,18 @@ class Simulator:
             self.quiet_cycles,
             cpu_s,
         )
+
+
+def with_jitter(trace: Trace, c: SimConfig) -> Trace:
+    """The trace with its arrivals jittered as `c` says (once: a trace jittered already, as
+    `report.compare` does before the private runs, must have been jittered the same way)."""
+    if c.jitter_s <= 0:
+        return trace
+    if trace.jitter is None:
+        return jittered(trace, c.seed, c.jitter_s)
+    if trace.jitter != (c.seed, c.jitter_s):
+        raise ValueError(f"trace jittered as {trace.jitter}, config says {(c.seed, c.jitter_s)}")
+    return trace
 
 
 def scheduler_config(c: SimConfig) -> SchedulerConfig:

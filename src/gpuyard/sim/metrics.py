@@ -6,7 +6,9 @@
 - per tenant: average queueing delay in the shared cluster vs in a private cluster of its
   quota (HiveD's sharing anomaly: worse off when shared > private + `SLACK_S`), GPU share
   received (its GPU-seconds / cluster GPU-seconds over the makespan) vs guaranteed;
-- preemptions and the GPU-hours they lost (run time since the last checkpoint).
+- preemptions and the GPU-hours they lost (run time since the last checkpoint);
+- run-time estimates (traces with users): how many jobs had one when they arrived, and how
+  far off it was: |estimate − duration| / duration (median, mean), share within 2×.
 Jobs that never finished (none can start on the idle cluster) are counted apart.
 """
 
@@ -14,9 +16,10 @@ from __future__ import annotations
 
 import csv
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from gpuyard.sim.engine import SimResult
@@ -60,6 +63,10 @@ class Summary:
     cycles: int
     replay_cpu_s: float = 0.0
     quiet_cycles: int = 0
+    estimated: int = 0  # jobs that had a run-time estimate when they arrived
+    estimate_median_err: float = math.nan  # |estimate − duration| / duration
+    estimate_mean_err: float = math.nan
+    estimate_within_2x: float = math.nan  # share of estimates within 2× of the duration
     tenants: tuple[TenantRow, ...] = field(default=())
 
     @property
@@ -102,8 +109,36 @@ def summarize(result: SimResult, private: Mapping[str, float] | None = None) -> 
         cycles=result.cycles,
         replay_cpu_s=result.cpu_s,
         quiet_cycles=result.quiet_cycles,
+        **asdict(estimate_quality(result)),
         tenants=tuple(tenant_rows(result, makespan, private or {})),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateQuality:
+    """`Summary`'s estimate fields (same names)."""
+
+    estimated: int = 0
+    estimate_median_err: float = math.nan
+    estimate_mean_err: float = math.nan
+    estimate_within_2x: float = math.nan
+
+
+def estimate_quality(result: SimResult) -> EstimateQuality:
+    """Over the jobs that had a run-time estimate when they arrived."""
+    pairs = [(j.expected_s, j.trace.duration_s) for j in result.jobs if j.expected_s is not None]
+    if not pairs:
+        return EstimateQuality()
+    errors = sorted(abs(e - d) / d for e, d in pairs)
+    within = sum(1 for e, d in pairs if d / 2 <= e <= 2 * d)
+    return EstimateQuality(len(pairs), statistics.median(errors), mean(errors), within / len(pairs))
+
+
+def with_private(summary: Summary, private: Mapping[str, float]) -> Summary:
+    """The summary with each tenant's private queueing delay from `private` (as if it had been
+    summarized with it: a run in another process learns them after it ended)."""
+    rows = tuple(replace(t, queue_private_s=private.get(t.tenant)) for t in summary.tenants)
+    return replace(summary, tenants=rows)
 
 
 def gpu_seconds(alloc: Sequence[tuple[float, int]]) -> float:

@@ -1,5 +1,6 @@
 """Run several policies on one trace and put them side by side: summaries, the private
-cluster baseline per tenant, one rich table (average JCT first, ratios to FIFO)."""
+cluster baseline per tenant (`fifo-private`), one rich table (average JCT first, the gains
+over `fifo-private` and `fifo-quota`)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ from pathlib import Path
 
 from rich.table import Table
 
-from gpuyard.sim.engine import SimConfig, SimResult, simulate
+from gpuyard.scheduler.baselines import canonical_policy
+from gpuyard.sim.engine import SimConfig, SimResult, simulate, with_jitter
 from gpuyard.sim.metrics import HOUR, Summary, queueing_by_tenant, summarize, write_csv
 from gpuyard.sim.plots import write_plots
+from gpuyard.sim.private import PRIVATE, private_result
 from gpuyard.sim.traces import Trace
+
+REFERENCES = (PRIVATE, "fifo-quota")  # the gain rows: "<reference> ÷ this"
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,17 +27,7 @@ class Comparison:
     summaries: list[Summary]
     results: list[SimResult]
     private: dict[str, float]
-
-
-def private_queueing(trace: Trace, base: SimConfig) -> dict[str, float]:
-    """Each tenant's average queueing delay alone on a cluster of its quota, under FIFO."""
-    out: dict[str, float] = {}
-    for tenant in trace.tenants:
-        alone = trace.only(tenant)
-        if alone.quota_nodes:
-            result = simulate(alone, replace(base, policy="fifo"))
-            out.update(queueing_by_tenant(result))
-    return out
+    references: dict[str, Summary]  # fifo-private always (its runs are the private column)
 
 
 def compare(
@@ -41,21 +36,25 @@ def compare(
     base: SimConfig,
     progress: Callable[[str], None] = lambda _: None,
 ) -> Comparison:
-    progress("private clusters (FIFO, one per tenant)")
-    private = private_queueing(trace, base)
+    trace = with_jitter(trace, base)  # once, so that the private runs see the same arrivals
+    progress("private clusters (fifo-private: FIFO, one cluster per tenant)")
+    alone = private_result(trace, base)
+    private = queueing_by_tenant(alone)
+    references = {PRIVATE: summarize(alone, private)}
     results, summaries = [], []
-    for policy in policies:
+    for policy in map(canonical_policy, policies):
         progress(policy)
-        result = simulate(trace, replace(base, policy=policy))
+        result = alone if policy == PRIVATE else simulate(trace, replace(base, policy=policy))
         results.append(result)
         summaries.append(summarize(result, private))
         s = summaries[-1]
+        references.setdefault(policy, s)
         progress(
             f"  {policy}: avg JCT {_h(s.avg_jct_s)} h, {s.preemptions:,} preemptions, "
             f"{s.cycles:,} cycles ({s.quiet_cycles:,} skipped), replay {s.replay_s:.1f} s "
             f"wall / {s.replay_cpu_s:.1f} s CPU"
         )
-    return Comparison(trace, summaries, results, private)
+    return Comparison(trace, summaries, results, private, references)
 
 
 def write_outputs(out: Path, c: Comparison) -> list[Path]:
@@ -108,16 +107,22 @@ def table(c: Comparison, title: str) -> Table:
     t.add_column("metric")
     for s in c.summaries:
         t.add_column(s.policy, justify="right")
-    fifo = next((s for s in c.summaries if s.policy == "fifo"), None)
     for name, cell in ROWS:
         t.add_row(name, *(cell(s) for s in c.summaries))
-        if fifo and name in ("avg JCT (h)", "p99 JCT (h)", "avg queueing (h)"):
-            attr = {"avg JCT (h)": "avg_jct_s", "p99 JCT (h)": "p99_jct_s"}.get(name, "avg_queue_s")
+        attr = GAIN_ROWS.get(name, "")
+        for ref in (c.references[r] for r in REFERENCES if attr and r in c.references):
             t.add_row(
-                f"  FIFO ÷ this ({name.split(' (')[0]})",
-                *(_ratio(getattr(fifo, attr), getattr(s, attr)) for s in c.summaries),
+                f"  {ref.policy} ÷ this",
+                *(_ratio(getattr(ref, attr), getattr(s, attr)) for s in c.summaries),
             )
     return t
+
+
+GAIN_ROWS = {
+    "avg JCT (h)": "avg_jct_s",
+    "p99 JCT (h)": "p99_jct_s",
+    "avg queueing (h)": "avg_queue_s",
+}
 
 
 def tenant_table(c: Comparison, policy: str) -> Table:

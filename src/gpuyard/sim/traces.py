@@ -7,9 +7,12 @@ and the GPU quota of each tenant, in nodes of `gpus_per_node` GPUs. See docs/tra
   gpu_time < 1,000 GPU-hours); tenants are the virtual clusters; rows are sorted by
   timestamp (the file is not); jobs of VCs without a Helios size are dropped.
 - Generic CSV: `submit_time, duration, num_gpus, tenant, gpu_type` (seconds; gpu_type may
-  be empty); the user's own history.
+  be empty), optional `user` and `name` (run-time estimates learn from them); the user's
+  own history.
 - Quotas: `helios` (the Helios VC sizes × 8 GPUs) or `demand:F` (each tenant gets
   ceil(offered GPU load / (F × 8)) nodes, at least its biggest gang).
+- `one_tenant`: every job in one tenant, quotas computed on the merged trace; `jittered`:
+  each arrival moved later by a seeded offset in [0, S) (docs/sim.md, Seeds).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import csv
 import gzip
 import math
 import os
+import random
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -41,6 +45,8 @@ class TraceJob:
     gpus: int
     tenant: str
     gpu_type: str = DEFAULT_FLAVOR
+    user: str | None = None  # who submitted it, when the trace says (run-time estimates)
+    name: str | None = None  # the job's name, when the trace says
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +58,7 @@ class Trace:
     quota_nodes: dict[tuple[str, str], int] = field(default_factory=dict)
     gpus_per_node: int = GPUS_PER_NODE
     notes: tuple[str, ...] = ()
+    jitter: tuple[int, float] | None = None  # (seed, spread in s) when arrivals were moved
 
     @property
     def tenants(self) -> list[str]:
@@ -135,6 +142,8 @@ def _numbered(rows: Iterable[tuple], gpu_type: str | None = None) -> tuple[Trace
             r[2],
             r[3],
             (r[4] if len(r) > 4 and r[4] else None) or gpu_type or DEFAULT_FLAVOR,
+            r[5] if len(r) > 5 and r[5] else None,
+            r[6] if len(r) > 6 and r[6] else None,
         )
         for i, r in enumerate(ordered)
     )
@@ -144,7 +153,8 @@ def _numbered(rows: Iterable[tuple], gpu_type: str | None = None) -> tuple[Trace
 
 
 def load_csv(path: Path, quotas: str = "demand:0.7") -> Trace:
-    """`submit_time, duration, num_gpus, tenant, gpu_type`; a header row is required."""
+    """`submit_time, duration, num_gpus, tenant, gpu_type[, user, name]`; a header row is
+    required; `user` and `name` are optional (None when absent or empty)."""
     opener = gzip.open if str(path).endswith(".gz") else open
     rows = []
     with opener(path, "rt", newline="") as f:
@@ -157,6 +167,8 @@ def load_csv(path: Path, quotas: str = "demand:0.7") -> Trace:
                         int(row["num_gpus"]),
                         row.get("tenant") or "default",
                         (row.get("gpu_type") or "").strip(),
+                        (row.get("user") or "").strip(),
+                        (row.get("name") or "").strip(),
                     )
                 )
             except (KeyError, TypeError, ValueError) as e:
@@ -165,7 +177,37 @@ def load_csv(path: Path, quotas: str = "demand:0.7") -> Trace:
     return with_quotas(trace, quotas, None)
 
 
-CSV_COLUMNS = "submit_time,duration,num_gpus,tenant,gpu_type"
+CSV_COLUMNS = "submit_time,duration,num_gpus,tenant,gpu_type[,user,name]"
+
+
+# ---- one tenant, jittered arrivals -------------------------------------------------------
+
+
+def one_tenant(trace: Trace, quotas: str, tenant: str = "all") -> Trace:
+    """Every job in `tenant`; quotas computed on the merged trace (`demand:F` on the merged
+    load: 35 nodes on Philly at 0.95), or the tenants' nodes added up per GPU type (helios)."""
+    jobs = tuple(replace(j, tenant=tenant) for j in trace.jobs)
+    merged = replace(trace, jobs=jobs, notes=(*trace.notes, f"every job in tenant {tenant!r}"))
+    if quotas.startswith("demand:"):
+        return with_quotas(merged, quotas, None)
+    nodes: dict[tuple[str, str], int] = defaultdict(int)
+    for (_, flavor), n in trace.quota_nodes.items():
+        nodes[tenant, flavor] += n
+    return replace(merged, quota_nodes=dict(sorted(nodes.items())))
+
+
+def jittered(trace: Trace, seed: int, spread_s: float) -> Trace:
+    """Each job's arrival moved later by a uniform offset in [0, spread_s), drawn from its own
+    stream of `seed` (not the checkpoint phases'), in the trace's order; jobs re-sorted by
+    the new times (stable), ids kept. `spread_s` 0: the trace itself."""
+    if spread_s <= 0:
+        return trace
+    if trace.jitter is not None:
+        raise ValueError(f"trace {trace.name} is jittered already {trace.jitter}")
+    rng = random.Random(f"jitter:{seed}")
+    moved = [replace(j, submit_s=j.submit_s + rng.uniform(0, spread_s)) for j in trace.jobs]
+    moved.sort(key=lambda j: j.submit_s)
+    return replace(trace, jobs=tuple(moved), jitter=(seed, spread_s))
 
 
 # ---- quotas ------------------------------------------------------------------------------
