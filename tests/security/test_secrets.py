@@ -13,12 +13,15 @@ import stat
 
 import pytest
 
+from gpuyard.spec.openpai_script import HEADER
 from gpuyard.store import open_store
 from gpuyard.store.secrets import KEY_FILE, UNREADABLE, SecretBox
 
 HF_TOKEN = "hf_s3cr3t-value-of-alice"
 PAI_TOKEN = "pai-s3cr3t-of-alice"
 REDACTED = "<redacted>"
+# the OpenPAI role's command as converted: OpenPAI's errexit/pipefail header, then the command
+PAI_COMMAND = "\n".join([*HEADER, f"python ps.py --token={PAI_TOKEN}"])
 
 
 def ours() -> str:
@@ -87,7 +90,7 @@ def test_viewers_and_other_members_see_secrets_redacted(shared_world, jobs, who)
 def test_the_owner_and_admins_see_secrets(shared_world, jobs, who):
     assert spec_as(shared_world, who, jobs["ours"])["env"]["HF_TOKEN"] == {"secret": HF_TOKEN}
     command = spec_as(shared_world, who, jobs["openpai"])["taskRoles"]["ps"]["command"]
-    assert command == {"secret": f"python ps.py --token={PAI_TOKEN}"}
+    assert command == {"secret": PAI_COMMAND}
 
 
 @pytest.mark.parametrize("path", ["/jobs/{id}", "/submit?clone={id}"])
@@ -119,7 +122,7 @@ def test_the_task_is_launched_with_the_secrets_in_clear(shared_world, jobs):
     shared_world.ctl.run_cycle()
     launched = {launch.job_id: launch for launch in shared_world.engine.launched.values()}
     assert ("HF_TOKEN", HF_TOKEN) in launched[jobs["ours"]].env
-    assert launched[jobs["openpai"]].command == f"python ps.py --token={PAI_TOKEN}"
+    assert launched[jobs["openpai"]].command == PAI_COMMAND
 
 
 def test_secrets_outlive_a_restart_and_need_the_key(tmp_path):

@@ -44,6 +44,8 @@ class NewJob:
     retry_count: int
     spec: Mapping[str, Any]
     owner: str | None = None
+    original: Mapping[str, Any] | None = None  # the document as submitted, if not ours
+    warnings: tuple[str, ...] = ()  # fields accepted but not honoured: SpecWarning events
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,9 @@ class NewTask:
 # An estimated start that moved by less than this is not rewritten (it moves every cycle
 # when it is "now + grace period").
 ETA_SLACK_S = 5.0
+
+# The reason of the events that record a spec's warnings (gpuyard.spec.notices.EVENT_REASON).
+SPEC_WARNING = "SpecWarning"
 
 # A cancel overrides a timeout, which overrides a preemption: what the user asked for wins.
 _STOP_PRECEDENCE = {"Preempted": 1, "IdleGPU": 2, "Timeout": 2, "Cancelled": 3}
@@ -80,9 +85,11 @@ class JobRepo:
     def _record(self, row: JobRow) -> JobRecord:
         """The row's record, its spec's secret values opened (they are sealed at rest)."""
         record = JobRecord.of(row)
-        if not self._secrets.holds_sealed(row.spec):
-            return record
-        return dataclasses.replace(record, spec=self._secrets.unseal(record.spec))
+        if self._secrets.holds_sealed(row.spec):
+            record = dataclasses.replace(record, spec=self._secrets.unseal(record.spec))
+        if row.original_spec and self._secrets.holds_sealed(row.original_spec):
+            record = dataclasses.replace(record, original=self._secrets.unseal(record.original))
+        return record
 
     # ---- reads -------------------------------------------------------------------------
 
@@ -182,13 +189,19 @@ class JobRepo:
                 retry_count=job.retry_count,
                 retries_used=0,
                 spec=json.dumps(self._secrets.seal(job.spec)),
+                original_spec=self._sealed_json(job.original),
                 submitted_at=now,
                 queued_at=now,
             )
             s.add(row)
             s.flush()  # the job row first: events reference it
             s.add(_event(row, None, JobState.QUEUED, "Submitted", None, now))
+            for warning in job.warnings:
+                s.add(_event(row, JobState.QUEUED, JobState.QUEUED, SPEC_WARNING, warning, now))
             return self._record(row)
+
+    def _sealed_json(self, doc: Mapping[str, Any] | None) -> str | None:
+        return json.dumps(self._secrets.seal(doc)) if doc is not None else None
 
     def request_stop(self, job_id: str, reason: str) -> JobRecord:
         """Ask the controller to stop a job (`Cancelled`, `Timeout`, `Preempted`).

@@ -56,6 +56,7 @@ class JobRecord:
     not_before: float | None = None  # a backed-off job is not placed before this time
     preemptions: int = 0  # how many times it was preempted (requeued as Preempted)
     pending_eta_basis: str | None = None  # what its estimated start rests on
+    original: dict[str, Any] | None = None  # the document as submitted (OpenPAI), if not ours
 
     @property
     def pending(self) -> Pending | None:
@@ -107,6 +108,7 @@ class JobRecord:
             r.not_before,
             r.preemptions or 0,
             r.pending_eta_basis,
+            json.loads(r.original_spec) if r.original_spec else None,
         )
 
 

@@ -42,6 +42,8 @@ class JobRow(Base):
     not_before: Mapped[float | None] = mapped_column(Float)  # backoff: not placed before
     preemptions: Mapped[int] = mapped_column(Integer, default=0)  # times requeued as Preempted
     pending_eta_basis: Mapped[str | None] = mapped_column(Text)  # what the estimate rests on
+    # the document as submitted (OpenPAI v2), JSON, secrets sealed; None: the spec is it
+    original_spec: Mapped[str | None] = mapped_column(Text)
 
 
 class TaskRow(Base):

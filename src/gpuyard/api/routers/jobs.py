@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -61,9 +61,9 @@ async def submit_job(
     body = await request.body()
     if len(body) > MAX_SPEC_BYTES:
         raise HTTPException(413, f"a job spec may be at most {MAX_SPEC_BYTES} bytes")
-    spec = svc.read_spec(ctl, body, request.headers.get("content-type"))
-    authorize_submit(caller, spec.tenant)
-    job = svc.submit(ctl, spec, caller.name)
+    loaded = svc.read_job(ctl, body, request.headers.get("content-type"))
+    authorize_submit(caller, loaded.spec.tenant)
+    job = svc.submit(ctl, loaded.spec, caller.name, loaded)
     response.headers["Location"] = f"/api/v1/jobs/{job.id}"
     return Submitted(id=job.id, name=job.name, state=str(job.state))
 
@@ -84,6 +84,15 @@ def list_jobs(
 def get_job(job_id: str, ctl: ControllerDep, caller: CallerDep) -> JobDetail:
     authorize_job(caller, svc.get_job(ctl, job_id), JobAction.SEE)
     return svc.job_detail(ctl, job_id, caller)
+
+
+@router.get("/{job_id}/original")
+def job_original(job_id: str, ctl: ControllerDep, caller: CallerDep) -> dict[str, Any]:
+    """The document the job was submitted as (`format`: `openpai` or `gpuyard`), to submit
+    again unchanged: POST its `document` as JSON. Secrets as in the job's spec."""
+    job = svc.get_job(ctl, job_id)
+    authorize_job(caller, job, JobAction.SEE)
+    return svc.original_document(job, caller)
 
 
 @router.post("/{job_id}/cancel", status_code=202, response_model=Cancelled)

@@ -19,7 +19,8 @@ from gpuyard.api.services.webhooks import webhook_errors
 from gpuyard.controller import Controller, LogUnavailable
 from gpuyard.controller.launch import host_network_refused
 from gpuyard.model import JobState
-from gpuyard.spec import FieldError, JobSpec, SpecError, load_job_spec
+from gpuyard.spec import FieldError, JobSpec, LoadedJob, SpecError, load_job
+from gpuyard.spec.original import mark_secrets, unmark
 from gpuyard.store import JobNotFound, JobRecord, NewJob, TaskRecord, UserRecord
 from gpuyard.store.secrets import SECRET, map_marked
 
@@ -30,7 +31,14 @@ FOLLOW_POLL_S = 0.2
 
 def read_spec(ctl: Controller, body: bytes, content_type: str | None) -> JobSpec:
     """The validated spec, its tenant known to exist (else 422 with the path `tenant`)."""
-    spec = load_job_spec(body, content_type)  # raises SpecError with every bad field
+    return read_job(ctl, body, content_type).spec
+
+
+def read_job(ctl: Controller, body: bytes, content_type: str | None) -> LoadedJob:
+    """The validated spec with its warnings and original document, its tenant known to
+    exist (else 422 with the path `tenant`)."""
+    loaded = load_job(body, content_type)  # raises SpecError with every bad field
+    spec = loaded.spec
     if not ctl.store.tenants.exists(spec.tenant):
         raise SpecError(
             [
@@ -39,12 +47,15 @@ def read_spec(ctl: Controller, body: bytes, content_type: str | None) -> JobSpec
                 )
             ]
         )
-    return spec
+    return loaded
 
 
-def submit(ctl: Controller, spec: JobSpec, owner: str) -> JobRecord:
+def submit(
+    ctl: Controller, spec: JobSpec, owner: str, loaded: LoadedJob | None = None
+) -> JobRecord:
     """Queue the job for `owner` once its dirs pass the tenant's storage roots, its webhook
-    the address guard, and `hostNetwork` the tenant's permission."""
+    the address guard, and `hostNetwork` the tenant's permission. `loaded` (what `read_job`
+    gave) brings the spec's warnings, recorded as events, and its original document."""
     tenant = ctl.store.tenants.get(spec.tenant)
     if tenant is None:  # deleted since read_spec
         raise SpecError([FieldError("tenant", f"there is no tenant {spec.tenant!r}")])
@@ -53,13 +64,30 @@ def submit(ctl: Controller, spec: JobSpec, owner: str) -> JobRecord:
         errors.append(FieldError("hostNetwork", refused))
     if errors:
         raise SpecError(errors)
+    original = loaded.original if loaded is not None else None
     job = ctl.store.jobs.submit(
         NewJob(
-            spec.name, spec.tenant, spec.priority, spec.retry_count, spec.to_document(), owner=owner
+            spec.name,
+            spec.tenant,
+            spec.priority,
+            spec.retry_count,
+            spec.to_document(),
+            owner=owner,
+            original=mark_secrets(original) if original is not None else None,
+            warnings=tuple(str(w) for w in loaded.warnings) if loaded is not None else (),
         )
     )
     ctl.wake()
     return job
+
+
+def original_document(job: JobRecord, caller: UserRecord) -> dict[str, Any]:
+    """The document the job was submitted as, to submit again: the OpenPAI original, else
+    our spec; secrets in clear only for whoever may read them (`visible_spec`)."""
+    if job.original is None:
+        return {"format": "gpuyard", "document": visible_spec(job, caller)}
+    document = unmark(job.original, reveal=can_read_secrets(caller, job))
+    return {"format": "openpai", "document": document}
 
 
 def list_jobs(

@@ -1,0 +1,91 @@
+"""OpenPAI jobs through the API: warnings become events, the original document comes back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpuyard.spec.notices import EVENT_REASON
+
+TOKEN = "pai-token-of-alice"
+PASSWORD = "registry-password-of-alice"
+
+DOCUMENT = {
+    "protocolVersion": 2,
+    "name": "pai-original",
+    "type": "job",
+    "defaults": {"virtualCluster": "red"},
+    "secrets": {"token": TOKEN, "pw": PASSWORD},
+    "prerequisites": [
+        {
+            "name": "img",
+            "type": "dockerimage",
+            "uri": "busybox:1",
+            "auth": {"username": "alice", "password": "<% $secrets.pw %>"},
+        }
+    ],
+    "taskRoles": {
+        "main": {
+            "dockerImage": "img",
+            "resourcePerInstance": {"cpu": 1, "memoryMB": 256, "gpu": 0},
+            "commands": ["echo <% $secrets.token %>"],
+        }
+    },
+    "extras": {"com.microsoft.pai.runtimeplugin": [{"plugin": "ssh"}]},
+}
+
+
+@pytest.fixture(scope="module")
+def job_id(shared_world) -> str:
+    r = shared_world.call(
+        "alice",
+        "POST",
+        "/api/v1/jobs",
+        content=json.dumps(DOCUMENT),
+        headers={"Content-Type": "application/json"},
+    )
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def test_each_warning_is_an_event_naming_its_field(shared_world, job_id):
+    r = shared_world.call("alice", "GET", f"/api/v1/jobs/{job_id}/events")
+    warnings = [e["message"] for e in r.json()["events"] if e["reason"] == EVENT_REASON]
+    assert any(m.startswith("prerequisites[0].auth: ") for m in warnings), warnings
+    plugin = "extras.com.microsoft.pai.runtimeplugin[0].plugin: the ssh plugin is not run yet"
+    assert any(m.startswith(plugin) for m in warnings), warnings
+
+
+def test_the_owner_gets_the_original_back_and_it_resubmits(shared_world, job_id):
+    r = shared_world.call("alice", "GET", f"/api/v1/jobs/{job_id}/original")
+    assert r.status_code == 200, r.text
+    assert r.json() == {"format": "openpai", "document": DOCUMENT}
+    again = shared_world.call(
+        "alice", "POST", "/api/v1/jobs", content=json.dumps(r.json()["document"]),
+        headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    assert again.status_code == 201, again.text
+
+
+def test_a_viewer_gets_the_original_with_its_secrets_redacted(shared_world, job_id):
+    r = shared_world.call("vic", "GET", f"/api/v1/jobs/{job_id}/original")
+    assert r.status_code == 200, r.text
+    document = r.json()["document"]
+    assert document["secrets"] == {"token": "<redacted>", "pw": "<redacted>"}
+    assert document["prerequisites"][0]["auth"]["password"] == "<redacted>"
+    assert TOKEN not in r.text and PASSWORD not in r.text
+
+
+def test_a_job_in_our_format_gives_its_spec(shared_world):
+    body = {"name": "ours", "tenant": "red", "taskRoles": {"m": {"command": "true"}}}
+    r = shared_world.call("alice", "POST", "/api/v1/jobs", json=body)
+    assert r.status_code == 201, r.text
+    original = shared_world.call("alice", "GET", f"/api/v1/jobs/{r.json()['id']}/original")
+    assert original.json()["format"] == "gpuyard"
+    assert original.json()["document"]["name"] == "ours"
+
+
+def test_someone_outside_the_tenant_gets_no_original(shared_world, job_id):
+    r = shared_world.call("bob", "GET", f"/api/v1/jobs/{job_id}/original")
+    assert r.status_code in (403, 404), r.text
