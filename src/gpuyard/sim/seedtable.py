@@ -102,9 +102,11 @@ def seed_table(runs: Sequence[SeedRun], title: str) -> Table:
 
 
 def write_seed_rows(path: Path, runs: Sequence[SeedRun], extra: dict[str, str]) -> Path:
-    """One CSV row per (policy, seed): `extra`'s columns first (appended if the file has a
-    header already), then the summary's fields and the number of tenants worse off."""
-    fields = [*extra, "seed", *SUMMARY_FIELDS, "worse_off_tenants"]
+    """One CSV row per (policy, seed): `extra`'s columns first, then policy, seed, the other
+    fields of the summary and the number of tenants worse off (appended to a file that has
+    its header already)."""
+    rest = [f for f in SUMMARY_FIELDS if f != "policy"]
+    fields = [*extra, "policy", "seed", *rest, "worse_off_tenants"]
     new = not path.exists()
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", newline="") as f:
