@@ -4,6 +4,9 @@ images as ImageError, `gpuyard image` commands, and LRU garbage collection."""
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import lzma
 import os
 import shutil
 import subprocess
@@ -78,6 +81,24 @@ def test_import_list_remove(image_files: dict[str, Path], tmp_path: Path) -> Non
     with pytest.raises(ImageError, match="no image bb:1"):
         store.remove("bb:1")
     assert [i.name for i in store.list()] == ["bb:cfg", "docker.io/x/bb:latest"]
+
+
+@pytest.mark.parametrize("suffix", ["gz", "bz2", "xz"])
+def test_a_compressed_rootfs_is_imported_decompressed(
+    runtime: ContainerRuntime, make_launch: MakeLaunch, image_files: dict[str, Path],
+    tmp_path: Path, suffix: str,
+) -> None:
+    """`umoci raw add-layer` stores a compressed tarball as a layer no unpack reads: the import
+    decompresses it first, so a task on the image starts."""
+    opener = {"gz": gzip.open, "bz2": bz2.open, "xz": lzma.open}[suffix]
+    packed = tmp_path / f"rootfs.tar.{suffix}"
+    with opener(packed, "wb") as out:
+        out.write(image_files["rootfs"].read_bytes())
+    runtime.images.import_file(packed, f"packed:{suffix}")
+    launch = make_launch("cat /etc/marker", image=f"packed:{suffix}")
+    assert run_task(runtime, launch).reason == TaskReason.COMPLETED, runtime.read_log(launch.key)
+    assert runtime.read_log(launch.key) == b"from-the-image\n"
+    assert not list(runtime.images.layout.parent.glob("import-*"))  # the copy is gone
 
 
 def test_cli_import_ls_rm_pull(image_files: dict[str, Path], tmp_path: Path) -> None:

@@ -7,13 +7,18 @@ names the tool and ends with its own error line.
 
 from __future__ import annotations
 
+import bz2
 import contextlib
+import gzip
 import json
+import lzma
 import os
 import re
 import shutil
 import subprocess
 import tarfile
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,10 +108,50 @@ def detect_format(path: Path) -> str:
     return "rootfs"
 
 
+# what a compressed tarball starts with → how to read it (tarfile reads them all; `umoci raw
+# add-layer` takes a plain tar only, and stores a compressed one as a layer no unpack can read)
+Opener = Callable[..., Any]  # gzip.open, bz2.open, lzma.open: (path, "rb") -> a binary file
+COMPRESSIONS: tuple[tuple[bytes, str, Opener], ...] = (
+    (b"\x1f\x8b", "gzip", gzip.open),
+    (b"BZh", "bzip2", bz2.open),
+    (b"\xfd7zXZ\x00", "xz", lzma.open),
+)
+
+
+def compression_of(path: Path) -> tuple[str, Opener] | None:
+    """The compression of the file at `path` (its name and opener), None for a plain file."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+    return next(
+        ((name, opener) for magic, name, opener in COMPRESSIONS if head.startswith(magic)), None
+    )
+
+
+@contextlib.contextmanager
+def plain_tar(tarball: Path, work: Path) -> Iterator[Path]:
+    """`tarball` itself if it is a plain tar, else a decompressed copy in a temporary dir
+    under `work` (removed after)."""
+    found = compression_of(tarball)
+    if found is None:
+        yield tarball
+        return
+    name, opener = found
+    with tempfile.TemporaryDirectory(dir=work, prefix="import-") as tmp:
+        plain = Path(tmp) / "rootfs.tar"
+        try:
+            with opener(tarball, "rb") as src, open(plain, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1024 * 1024)
+        except (OSError, EOFError, lzma.LZMAError) as e:
+            raise ImageError(f"{tarball} is not a readable {name}-compressed tar: {e}") from e
+        yield plain
+
+
 def import_rootfs_tar(tarball: Path, layout: Path, ref: str) -> None:
-    """A one-layer OCI image from a plain rootfs tarball: umoci new + raw add-layer."""
-    umoci("new", "--image", f"{layout}:{ref}")
-    umoci("raw", "add-layer", "--image", f"{layout}:{ref}", str(tarball))
+    """A one-layer OCI image from a rootfs tarball (plain, or gzip/bzip2/xz-compressed:
+    decompressed first): umoci new + raw add-layer."""
+    with plain_tar(tarball, layout.parent) as plain:
+        umoci("new", "--image", f"{layout}:{ref}")
+        umoci("raw", "add-layer", "--image", f"{layout}:{ref}", str(plain))
 
 
 def init_layout(layout: Path) -> None:
