@@ -1,61 +1,55 @@
-"""The `gpuyard` command: the HTTP client commands (`gpuyard.cli`), plus the commands that
-work on this machine: `up` (run the server), `image` (this node's images), `sim` (replay a
-trace through the scheduler) and `admin recover` (a new admin token, from the data dir).
+"""The `gpuyard` command: a dispatcher that imports only what the command needs.
 
-The local commands are loaded only when one of them runs (click's documented lazy-loading
-pattern): the server, image and simulator code pulls in FastAPI, SQLAlchemy and matplotlib,
-seconds of start-up that every `gpuyard jobs` would otherwise pay.
+`gpuyard submit FILE` (without `--wait`) and `gpuyard jobs` go to their fast modules,
+`gpuyard.cli.fastsubmit` and `gpuyard.cli.fastjobs` (standard library only, and PyYAML for
+`submit --tenant`: tens of milliseconds a call); everything else, `--help` included, goes
+to the full typer command line, `gpuyard.cli.full`, which in turn imports the server, image
+and simulator commands only when one of them runs. The module is picked by name and imported
+with importlib, so starting `gpuyard` imports neither path until it knows which it needs
+(docs/cli.md).
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 
-import click
-import typer
-from typer.core import TyperGroup
-
-from gpuyard.cli.admin import admin_app
-from gpuyard.cli.main import app
-
-LOCAL_COMMANDS: dict[str, tuple[str, str]] = {
-    "up": ("gpuyard.upcmd", "up_app"),
-    "image": ("gpuyard.imagecmd", "image_app"),
-    "sim": ("gpuyard.simcmd", "sim_app"),
-}
+FULL = "gpuyard.cli.full"
+FAST = {"submit": "gpuyard.cli.fastsubmit", "jobs": "gpuyard.cli.fastjobs"}
+#: options of the fast commands that only the full command line has
+FULL_ONLY_OPTIONS = frozenset({"--wait", "--help", "-h"})
+GLOBAL_OPTIONS_WITH_VALUE = frozenset({"--url"})
 
 
-LOCAL_ADMIN_COMMANDS: dict[str, tuple[str, str]] = {
-    "recover": ("gpuyard.recovercmd", "recover_app"),
-}
+def command_of(argv: list[str]) -> str | None:
+    """The command word: the first argument past the global options (`--url URL`)."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in GLOBAL_OPTIONS_WITH_VALUE:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+        elif arg.split("=", 1)[0] not in GLOBAL_OPTIONS_WITH_VALUE:
+            return None  # an option the fast path does not know: let the full one answer
+    return None
 
 
-class WithLocalCommands(TyperGroup):
-    """A command group of the HTTP client, plus local commands, imported on first use."""
-
-    local: dict[str, tuple[str, str]] = LOCAL_COMMANDS
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return [*super().list_commands(ctx), *self.local]
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.local:
-            return super().get_command(ctx, cmd_name)
-        module, attribute = self.local[cmd_name]
-        command = typer.main.get_command(getattr(importlib.import_module(module), attribute))
-        command.name = cmd_name
-        return command
-
-
-class WithLocalAdminCommands(WithLocalCommands):
-    """`gpuyard admin`: the HTTP client's admin commands, plus `recover`."""
-
-    local = LOCAL_ADMIN_COMMANDS
-
-
-app.info.cls = WithLocalCommands
-admin_app.info.cls = WithLocalAdminCommands
+def route(argv: list[str]) -> str:
+    """Which module runs this command line."""
+    fast = FAST.get(command_of(argv) or "")
+    return fast if fast and not FULL_ONLY_OPTIONS.intersection(argv) else FULL
 
 
 def main() -> None:
-    app()
+    argv = sys.argv[1:]
+    sys.exit(importlib.import_module(route(argv)).main(argv))
+
+
+def __getattr__(name: str) -> object:
+    """`gpuyard.entry.app`: the full typer app, for tests that drive it with CliRunner (they
+    used to import it from here); imported on that first use only, as `main` does."""
+    if name == "app":
+        return importlib.import_module(FULL).app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,9 +9,9 @@ import typer
 from rich.console import Console
 
 from gpuyard.cli.admin import parse_count, parse_membership, parse_setting, tenant_body
+from gpuyard.cli.basics import load_config, resolve_login, save_config
 from gpuyard.cli.login import read_token
 from gpuyard.cli.render_admin import quota_text, render_tenants, render_whoami
-from gpuyard.cli.session import load_config, resolve_login, save_config
 
 
 def test_parse_count():

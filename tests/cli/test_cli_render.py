@@ -8,7 +8,7 @@ import pytest
 from cli_samples import NOW, gpu, job, task
 from rich.console import Console
 
-from gpuyard.cli import render
+from gpuyard.cli import render, times
 
 
 def shown(draw, *args, **kwargs) -> str:
@@ -34,21 +34,21 @@ def iso(delta: timedelta) -> str:
     ],
 )
 def test_relative_time(ago: timedelta, expected: str) -> None:
-    assert render.relative_time(iso(ago), NOW) == expected
+    assert times.relative_time(iso(ago), NOW) == expected
 
 
 def test_relative_time_without_a_time() -> None:
-    assert render.relative_time(None, NOW) == "-"
-    assert render.relative_time("", NOW) == "-"
-    assert render.relative_time("yesterday-ish", NOW) == "yesterday-ish"
+    assert times.relative_time(None, NOW) == "-"
+    assert times.relative_time("", NOW) == "-"
+    assert times.relative_time("yesterday-ish", NOW) == "yesterday-ish"
 
 
 def test_parse_time_reads_z_and_offsets() -> None:
-    assert render.parse_time("2026-11-22T01:10:00.000Z") == NOW
-    assert render.parse_time("2026-11-22T02:10:00+01:00") == NOW
-    assert render.parse_time("2026-11-22T01:10:00") == NOW  # naive means UTC
-    assert render.parse_time("nonsense") is None
-    assert render.absolute_time("2026-11-22T01:02:03.456Z") == "2026-11-22 01:02:03"
+    assert times.parse_time("2026-11-22T01:10:00.000Z") == NOW
+    assert times.parse_time("2026-11-22T02:10:00+01:00") == NOW
+    assert times.parse_time("2026-11-22T01:10:00") == NOW  # naive means UTC
+    assert times.parse_time("nonsense") is None
+    assert times.absolute_time("2026-11-22T01:02:03.456Z") == "2026-11-22 01:02:03"
 
 
 @pytest.mark.parametrize(
@@ -184,3 +184,11 @@ def test_wait_and_final_status_lines() -> None:
     assert render.final_status(job("FAILED", reason="OOMKilled")).plain == (
         "job j-7f3a FAILED: OOMKilled")
     assert render.final_status(job("SUCCEEDED")).plain == "job j-7f3a SUCCEEDED"
+
+
+def test_final_status_says_what_the_reason_means() -> None:
+    failed = job("FAILED", reason="Error(exit 3)", message="exit 3; last log lines: boom")
+    assert render.final_status(failed).plain == (
+        "job j-7f3a FAILED: Error(exit 3)\n  exit 3; last log lines: boom")
+    assert render.final_status(job("SUCCEEDED", message="all tasks completed")).plain == (
+        "job j-7f3a SUCCEEDED")

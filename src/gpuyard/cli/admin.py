@@ -22,13 +22,14 @@ import typer
 from rich.text import Text
 
 from gpuyard.cli.admin_nodes import node_app
+from gpuyard.cli.basics import print_json
 from gpuyard.cli.render_admin import (
     render_members,
     render_new_token,
     render_tenants,
     render_user,
 )
-from gpuyard.cli.session import Output, api_errors, print_json, session_of
+from gpuyard.cli.session import Output, api_errors, session_of
 
 TENANT_ROLES = ("tenant-admin", "member", "viewer")
 

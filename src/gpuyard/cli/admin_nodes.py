@@ -16,8 +16,9 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from gpuyard.cli.basics import print_json
 from gpuyard.cli.render import render_nodes
-from gpuyard.cli.session import Output, api_errors, print_json, session_of
+from gpuyard.cli.session import Output, api_errors, session_of
 
 node_app = typer.Typer(help="Cordon, drain and uncordon nodes.", no_args_is_help=True)
 

@@ -16,40 +16,22 @@ from urllib.parse import quote
 
 import httpx
 
-DEFAULT_URL = "http://127.0.0.1:8080"
-API = "/api/v1"
+from gpuyard.cli.basics import (
+    API,
+    DEFAULT_URL,
+    ApiError,
+    ConnectionLost,
+    ServerUnreachable,
+    api_error,
+    jobs_query,
+)
+
+__all__ = ["DEFAULT_URL", "ApiClient", "ApiError", "ConnectionLost", "ServerUnreachable"]
 
 #: Ordinary calls: bounded everywhere.
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 #: Following logs: bounded to connect, unbounded between chunks (a quiet task is fine).
 FOLLOW_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=None)
-
-
-class ServerUnreachable(Exception):
-    """Nothing answered at the server URL (refused, unknown host, connect timeout)."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(f"cannot reach gpuyard at {url}")
-        self.url = url
-
-
-class ConnectionLost(Exception):
-    """The server was reached but the exchange broke off (reset, timeout, bad reply)."""
-
-    def __init__(self, url: str, cause: str) -> None:
-        super().__init__(f"lost the connection to gpuyard at {url}: {cause}")
-        self.url = url
-        self.cause = cause
-
-
-class ApiError(Exception):
-    """The server answered with an error status; `detail` is its sentence."""
-
-    def __init__(self, status: int, detail: str, errors: list[dict[str, Any]] | None = None):
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-        self.errors = errors or []
 
 
 def make_http_client(url: str = DEFAULT_URL, token: str | None = None) -> httpx.Client:
@@ -62,20 +44,7 @@ def make_http_client(url: str = DEFAULT_URL, token: str | None = None) -> httpx.
 
 def error_from_response(response: httpx.Response) -> ApiError:
     """Read `{"detail", "errors"}` from an error response, tolerating any body."""
-    detail = ""
-    errors: list[dict[str, Any]] = []
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict):
-        detail = str(body.get("detail") or "")
-        if isinstance(body.get("errors"), list):
-            errors = [e for e in body["errors"] if isinstance(e, dict)]
-    if not detail:
-        text = response.text.strip()
-        detail = text[:500] if text else f"HTTP {response.status_code} {response.reason_phrase}"
-    return ApiError(response.status_code, detail, errors)
+    return api_error(response.status_code, response.reason_phrase, response.content)
 
 
 def logs_params(
@@ -129,12 +98,7 @@ class ApiClient:
         limit: int | None = None,
     ) -> dict[str, Any]:
         """GET /api/v1/jobs → `{"jobs": [JobSummary]}`, newest first."""
-        params: list[tuple[str, str]] = [("state", s) for s in states or []]
-        if tenant is not None:
-            params.append(("tenant", tenant))
-        if limit is not None:
-            params.append(("limit", str(limit)))
-        return self._json("GET", f"{API}/jobs", params=params)
+        return self._json("GET", f"{API}/jobs", params=jobs_query(states, tenant, limit))
 
     def get_job(self, job_id: str) -> dict[str, Any]:
         """GET /api/v1/jobs/{id} → JobDetail."""

@@ -9,20 +9,10 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from gpuyard.cli.basics import EXIT_USAGE, HTTP_UNAUTHORIZED, normalize_url, print_json, save_config
 from gpuyard.cli.client import ApiError
 from gpuyard.cli.render_admin import render_whoami
-from gpuyard.cli.session import (
-    EXIT_USAGE,
-    HTTP_UNAUTHORIZED,
-    Output,
-    Session,
-    api_errors,
-    fail,
-    normalize_url,
-    print_json,
-    save_config,
-    session_of,
-)
+from gpuyard.cli.session import Output, Session, api_errors, fail, session_of
 
 
 def read_token(token: str | None, token_file: Path | None) -> str | None:

@@ -23,11 +23,26 @@ import typer
 from rich.text import Text
 
 from gpuyard.cli.admin import admin_app
+from gpuyard.cli.basics import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    HTTP_CONFLICT,
+    HTTP_INVALID,
+    check_states,
+    error_message,
+    load_config,
+    normalize_url,
+    print_json,
+    resolve_login,
+    unreachable_message,
+)
 from gpuyard.cli.client import ApiError
 from gpuyard.cli.follow import JobWatcher
 from gpuyard.cli.login import login, whoami
 from gpuyard.cli.render import (
-    JOB_STATES,
     final_status,
     render_job,
     render_jobs,
@@ -36,26 +51,8 @@ from gpuyard.cli.render import (
     render_submitted,
 )
 from gpuyard.cli.render_queue import render_queue
-from gpuyard.cli.session import (
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_UNREACHABLE,
-    EXIT_USAGE,
-    HTTP_CONFLICT,
-    HTTP_INVALID,
-    Output,
-    Session,
-    api_errors,
-    error_message,
-    fail,
-    load_config,
-    normalize_url,
-    print_json,
-    resolve_login,
-    session_of,
-    unreachable_message,
-)
+from gpuyard.cli.session import Output, Session, api_errors, fail, session_of
+from gpuyard.cli.tenantflag import with_tenant
 
 __all__ = [
     "EXIT_UNREACHABLE",
@@ -98,11 +95,10 @@ def parse_states(values: list[str] | None) -> list[str] | None:
     """`--state running` → `RUNNING`; unknown states are a usage error."""
     if not values:
         return values
-    states = [v.strip().upper() for v in values]
-    for state in states:
-        if state not in JOB_STATES:
-            raise typer.BadParameter(f"{state!r} is not one of {', '.join(JOB_STATES)}")
-    return states
+    try:
+        return check_states(values)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 # -- commands --------------------------------------------------------------------------
@@ -138,12 +134,21 @@ def submit(
     wait: Annotated[
         bool, typer.Option("--wait", help="Wait for the job, streaming its logs.")
     ] = False,
+    tenant: Annotated[
+        str | None,
+        typer.Option(
+            "--tenant",
+            help="Submit to this tenant (as `tenant:` in the spec; default: the spec's, else "
+            "`default`).",
+        ),
+    ] = None,
 ) -> None:
     """Submit a job spec; prints the new job's id."""
     session = session_of(ctx)
+    spec, content_type = spec_to_send(session, file, tenant)
     with api_errors(session):
         try:
-            job = session.client.submit_job(file.read_bytes())
+            job = session.client.submit_job(spec, content_type)
         except ApiError as exc:
             if exc.status != HTTP_INVALID:
                 raise
@@ -155,6 +160,16 @@ def submit(
         render_submitted(session.err, job)
         return
     raise typer.Exit(wait_for(session, str(job.get("id"))))
+
+
+def spec_to_send(session: Session, file: Path, tenant: str | None) -> tuple[bytes, str]:
+    """The spec's bytes and content type; with `--tenant`, as JSON naming that tenant."""
+    if tenant is None:
+        return file.read_bytes(), "application/yaml"
+    try:
+        return with_tenant(file.read_bytes(), tenant), "application/json"
+    except ValueError as exc:
+        fail(session, f"error: {exc}", EXIT_USAGE)
 
 
 def wait_for(session: Session, job_id: str) -> int:

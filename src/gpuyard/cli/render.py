@@ -9,7 +9,7 @@ as "-" rather than failing: the CLI must not crash on a field the server left ou
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from rich.console import Console, Group
@@ -17,8 +17,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-JOB_STATES = ("QUEUED", "SCHEDULED", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED")
-FINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
+from gpuyard.cli.basics import FINAL_STATES
+from gpuyard.cli.times import NONE, absolute_time, relative_time
 
 STATE_STYLES = {
     "QUEUED": "yellow",
@@ -31,52 +31,12 @@ STATE_STYLES = {
     "STARTING": "cyan",
 }
 
-NONE = "-"
 OPP = "OPP"
 OPP_RISK = "may be preempted when the lender reclaims them"
 OPP_MEANS = f"opportunistic, runs on GPUs borrowed beyond its tenant's guarantee; {OPP_RISK}"
 
 
 # -- small formatters ------------------------------------------------------------------
-
-
-def parse_time(value: str | None) -> datetime | None:
-    """An API time (`2026-11-22T01:02:03.456Z`) as an aware datetime; None if absent/bad."""
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def relative_time(value: str | None, now: datetime | None = None) -> str:
-    """`3m ago`, `2h ago`, `just now`; "-" when there is no time."""
-    when = parse_time(value)
-    if when is None:
-        return NONE if not value else str(value)
-    seconds = int(((now or datetime.now(UTC)) - when).total_seconds())
-    if seconds < 0:
-        return "just now" if seconds > -60 else f"in {_span(-seconds)}"
-    if seconds < 5:
-        return "just now"
-    return f"{_span(seconds)} ago"
-
-
-def _span(seconds: int) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
-
-
-def absolute_time(value: str | None) -> str:
-    """`2026-11-22 01:02:03` (UTC); "-" when there is no time."""
-    when = parse_time(value)
-    if when is None:
-        return NONE if not value else str(value)
-    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def state_text(state: str | None) -> Text:
@@ -467,9 +427,12 @@ def wait_status(job: dict[str, Any]) -> Text:
 
 
 def final_status(job: dict[str, Any]) -> Text:
-    """`job abc SUCCEEDED` or `job abc FAILED: OOMKilled`."""
+    """`job abc SUCCEEDED`, or `job abc FAILED: OOMKilled` and, on its own line, what the
+    reason means for this job (its message: the limit it hit, the last lines of its log)."""
     text = Text.assemble("job ", (str(job.get("id", "?")), "bold"), " ")
     text.append_text(state_text(job.get("state")))
     if job.get("reason"):
         text.append(f": {job['reason']}")
+    if job.get("message") and job.get("state") != "SUCCEEDED":
+        text.append(f"\n  {job['message']}")
     return text

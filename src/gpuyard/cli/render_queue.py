@@ -18,7 +18,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpuyard.cli.render import NONE, parse_time, plain, relative_time
+from gpuyard.cli.render import plain
+from gpuyard.cli.times import NONE, parse_time, relative_time
 
 BAR_MAX = 40
 #: (part, character, style), in the order they are drawn
