@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from gpuyard.model import JobPlacement, ManualClock, QueuePolicy, RunningJob
+from gpuyard.model.value import Value
 from gpuyard.scheduler import (
     Admission,
     ClusterView,
@@ -49,7 +50,7 @@ END, STOP, ARRIVE = 0, 1, 2
 
 
 @dataclass(frozen=True, slots=True)
-class SimConfig:
+class SimConfig(Value):  # Value: it pickles compiled too (`--seeds` sends it to workers)
     policy: str = "default"
     cycle_s: float = 60.0
     checkpoint_s: float = 1800.0  # 0: a job checkpoints when told to stop, nothing is lost
