@@ -376,7 +376,8 @@ def submit_page(
     if clone:
         job = job_svc.get_job(ctl, clone)
         authorize_job(session.user, job, JobAction.SEE)
-        text = svc.spec_yaml(job_svc.visible_spec(job, session.user))
+        # the document it was submitted as (an OpenPAI job's original), secrets as visible
+        text = svc.spec_yaml(job_svc.original_document(job, session.user)["document"])
     checked = svc.check_spec(ctl, session.user, text)
     return render(
         request,
@@ -414,7 +415,7 @@ async def submit_job(request: Request, ctl: ControllerDep, session: SessionDep) 
             clone="",
             checked=checked,
         )
-    job = job_svc.submit(ctl, checked.spec, session.user.name)
+    job = job_svc.submit(ctl, checked.spec, session.user.name, checked.loaded)
     return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
 

@@ -23,7 +23,7 @@ from gpuyard.api.schemas import NodeList
 from gpuyard.api.services import jobs as job_svc
 from gpuyard.api.services.storage import storage_errors
 from gpuyard.controller import Controller, LogUnavailable
-from gpuyard.spec import FieldError, JobSpec, SpecError
+from gpuyard.spec import FieldError, FieldWarning, JobSpec, LoadedJob, SpecError
 from gpuyard.store import JobRecord, UserRecord
 
 #: the repository's examples/ (a source checkout or an editable install); none otherwise
@@ -54,6 +54,12 @@ class Checked:
 
     spec: JobSpec | None
     errors: list[FieldError] = field(default_factory=list)
+    loaded: LoadedJob | None = None  # with the spec's warnings and its OpenPAI original
+
+    @property
+    def warnings(self) -> tuple[FieldWarning, ...]:
+        """Fields accepted but not honoured (yet): shown before the job is submitted."""
+        return self.loaded.warnings if self.loaded is not None else ()
 
     @property
     def ok(self) -> bool:
@@ -64,15 +70,16 @@ def check_spec(ctl: Controller, caller: UserRecord, text: str) -> Checked:
     """Everything submitting `text` would check (spec, tenant, the caller's right to submit
     to it, storage roots), as field errors instead of an exception."""
     try:
-        spec = job_svc.read_spec(ctl, text.encode(), "application/yaml")
+        loaded = job_svc.read_job(ctl, text.encode(), "application/yaml")
     except SpecError as exc:
         return Checked(None, exc.errors)
+    spec = loaded.spec
     try:
         authorize_submit(caller, spec.tenant)
     except Forbidden as exc:
-        return Checked(spec, [FieldError("tenant", str(exc))])
+        return Checked(spec, [FieldError("tenant", str(exc))], loaded)
     tenant = ctl.store.tenants.get(spec.tenant)
-    return Checked(spec, storage_errors(spec, tenant.tenant) if tenant else [])
+    return Checked(spec, storage_errors(spec, tenant.tenant) if tenant else [], loaded)
 
 
 def examples() -> dict[str, str]:
