@@ -80,6 +80,8 @@ def sim(
     try:
         if trace == "openb":
             chosen = DEFAULT_OPENB_POLICIES if policy == DEFAULT_POLICIES else policy
+            if seeds and not seeds.isdigit():
+                raise ValueError(f"--trace openb: --seeds is how many seeds, not {seeds!r}")
             run_openb(trace_dir, chosen, int(seeds or 10), out, console, workers)
             return
         config = sim_config(

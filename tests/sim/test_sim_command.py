@@ -93,3 +93,9 @@ def test_a_bad_trace_is_a_clear_error(tmp_path: Path, content: str, expected: st
     said = " ".join(result.output.split())  # rich wraps long lines
     assert said.startswith("error:") and expected in said
     assert "Traceback" not in said
+
+
+def test_openb_seeds_stay_a_count() -> None:
+    result = runner.invoke(sim_app, ["--trace", "openb", "--seeds", "0-4"])
+    assert result.exit_code == 2
+    assert "how many seeds" in " ".join(result.output.split())
