@@ -77,7 +77,7 @@ def active_deployment(errs: Errors, warns: Warnings, doc: dict[Any, Any]) -> Act
     chosen = defaults.get("deployment") if isinstance(defaults, dict) else None
     if chosen is None:
         return {}
-    if chosen not in by_name:
+    if not isinstance(chosen, str) or chosen not in by_name:
         known = ", ".join(by_name) or "none defined"
         errs.add("defaults.deployment", f"must name a deployment ({known}){got(chosen)}")
         return {}

@@ -123,10 +123,9 @@ def _callbacks(
     for j, callback in enumerate(value):
         path = item(join(where, "callbacks"), j)
         event = callback.get("event") if isinstance(callback, dict) else None
-        if event not in EVENTS:
+        if not isinstance(callback, dict) or not isinstance(event, str) or event not in EVENTS:
             errs.add(join(path, "event"), f"must be taskStarts or taskSucceeds{got(event)}")
             continue
-        assert isinstance(callback, dict)
         lines = _lines(errs, scope, join(path, "commands"), callback.get("commands"))
         if lines:
             getattr(hooks, EVENTS[event]).append(Hook(join(path, "commands"), lines, ignore))
@@ -182,7 +181,11 @@ def prerequisite_hooks(
     hooks = RoleHooks()
     if role.get("prerequisites") is None:
         return hooks
-    index = {d["name"]: i for i, d in enumerate(docs) if isinstance(d, dict) and "name" in d}
+    index = {
+        d["name"]: i
+        for i, d in enumerate(docs)
+        if isinstance(d, dict) and isinstance(d.get("name"), str)
+    }
     names = _role_prerequisite_names(errs, path, role["prerequisites"], index)
     for name in _with_requires(names, index, docs):
         where, entry = item("prerequisites", index[name]), docs[index[name]]

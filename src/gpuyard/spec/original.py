@@ -4,12 +4,14 @@ Stored so that Clone and resubmit give back what the user wrote. Its secret valu
 marked `{secret: VALUE}` before it is stored (the values of `secrets`, and the `password` of a
 dockerimage prerequisite's `auth`), so that the store seals them and the API shows them only
 to whoever may read the job's secrets; `unmark` turns a stored document back into the one
-submitted (or the one with `<redacted>` in their place).
+submitted (or the one with `<redacted>` in their place). Values JSON cannot hold (a YAML
+date, say) are kept as their text.
 """
 
 from __future__ import annotations
 
-import copy
+import json
+from datetime import date
 from typing import Any
 
 from gpuyard.spec.fields import scalar_text
@@ -23,9 +25,30 @@ def _marked(value: object) -> object:
     return {SECRET_KEY: text} if text is not None else value
 
 
+def json_safe(doc: Any) -> Any:
+    """`doc` as JSON can hold it: YAML's dates, binary and huge numbers (and any other value)
+    as text, mapping keys as text."""
+    if isinstance(doc, dict):
+        return {_key(key): json_safe(value) for key, value in doc.items()}
+    if isinstance(doc, list):
+        return [json_safe(value) for value in doc]
+    if doc is None or isinstance(doc, str | int | float | bool):
+        return doc
+    if isinstance(doc, date):
+        return doc.isoformat()
+    if isinstance(doc, bytes):
+        return doc.decode("utf-8", "replace")
+    return str(doc)
+
+
+def _key(key: object) -> str:
+    text = json_safe(key)
+    return text if isinstance(text, str) else json.dumps(text)
+
+
 def mark_secrets(doc: dict[str, Any]) -> dict[str, Any]:
-    """A copy of the OpenPAI document with its secret values marked."""
-    out = copy.deepcopy(doc)
+    """A JSON-safe copy of the OpenPAI document with its secret values marked."""
+    out = json_safe(doc)
     if isinstance(out.get("secrets"), dict):
         out["secrets"] = {key: _marked(value) for key, value in out["secrets"].items()}
     for entry in out.get("prerequisites") or []:
