@@ -256,12 +256,14 @@ def _commands(errs: Errors, ctx: _Context, name: str, role: dict[Any, Any]) -> o
 
 def _with_openpai_ports(value: object) -> object:
     """`ports` with one `http` and one `ssh` port added where not given, as OpenPAI does
-    (PAI_TASK_ROLE_<role>_HOST_LIST names each task's http port)."""
+    (PAI_TASK_ROLE_<role>_HOST_LIST names each task's http port); a label given 0 ports (as
+    OpenPAI's own examples do) reserves none."""
     if value is None:
         value = {}
     if not isinstance(value, dict):
         return value  # our validation names the problem
-    return {**value, **{label: 1 for label in OPENPAI_PORTS if label not in value}}
+    added = {label: 1 for label in OPENPAI_PORTS if label not in value}
+    return {k: v for k, v in {**value, **added}.items() if as_whole(v) != 0}
 
 
 def _resources(errs: Errors, ctx: _Context, path: str, value: object) -> dict[str, Any]:
