@@ -21,7 +21,7 @@ from gpuyard.spec.errors import Errors, got, item, join, unknown_field
 from gpuyard.spec.fields import as_whole
 from gpuyard.spec.models import SECRET_KEY, JobSpec
 from gpuyard.spec.notices import FieldWarning, Warnings
-from gpuyard.spec.openpai_deployments import Active, active_deployment
+from gpuyard.spec.openpai_deployments import Active, active_deployment, check_version
 from gpuyard.spec.openpai_extras import Extras, read_extras
 from gpuyard.spec.openpai_hooks import Scope, plugin_hooks, prerequisite_hooks
 from gpuyard.spec.openpai_script import entrypoint, script
@@ -147,6 +147,7 @@ def _read_prerequisite(errs: Errors, ctx: _Context, i: int, entry: object) -> No
         errs.add(where, f"must be a mapping with type, name and uri{got(entry)}")
         return
     _prerequisite_warnings(ctx, where, entry)
+    check_version(errs, where, entry)
     kind, name = entry.get("type"), entry.get("name")
     if kind not in PREREQUISITE_TYPES:
         errs.add(join(where, "type"), f"must be one of {', '.join(PREREQUISITE_TYPES)}{got(kind)}")
@@ -339,6 +340,7 @@ def _translate_role(errs: Errors, ctx: _Context, name: str, role: object, doc: d
     if not isinstance(role, dict):
         return role  # our validation says that a role must be a mapping
     _check_keys(errs, role, path, ROLE_KEYS)
+    check_version(errs, path, role)
     _container_options(ctx, path, role)
     _task_retries(ctx, path, role, doc)
     out = _resources(errs, ctx, path, role.get("resourcePerInstance"))

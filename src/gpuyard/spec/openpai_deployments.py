@@ -19,6 +19,17 @@ COMMAND_KEYS = ("preCommands", "postCommands")
 DEPLOYMENT_KEYS = ("name", "taskRoles", "protocolVersion", "version", "contributor", "description")
 
 Active = dict[str, tuple[str, dict[str, Any]]]  # role → (its path, {preCommands, postCommands})
+PROTOCOL_VERSIONS = (2, "2")
+
+
+def check_version(errs: Errors, path: str, entry: dict[Any, Any]) -> None:
+    """A `protocolVersion` inside the document (a role's, a prerequisite's, a deployment's)
+    must be 2 too, if given."""
+    version = entry.get("protocolVersion")
+    if version is not None and (
+        not isinstance(version, int | str) or version not in PROTOCOL_VERSIONS
+    ):
+        errs.add(join(path, "protocolVersion"), f"must be 2, like the document's{got(version)}")
 
 
 def _check_role(errs: Errors, path: str, body: object) -> bool:
@@ -43,6 +54,7 @@ def _check_one(errs: Errors, warns: Warnings, i: int, entry: object, roles: obje
     if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
         errs.add(where, f"must be a mapping with name and taskRoles{got(entry)}")
         return {}
+    check_version(errs, where, entry)
     for key in entry:
         if key not in DEPLOYMENT_KEYS:
             errs.add(join(where, key), unknown_field(key, DEPLOYMENT_KEYS))
