@@ -141,6 +141,14 @@ def _prerequisite_warnings(ctx: _Context, where: str, entry: dict[Any, Any]) -> 
         ctx.warns.add(join(where, "auth"), AUTH_WARNING)
 
 
+def _check_unique(errs: Errors, ctx: _Context, where: str, kind: object, name: str) -> None:
+    """Two data, script or output prerequisites of one name are refused, as OpenPAI refuses
+    them (dockerimages: below)."""
+    other = ctx.by_name.get(name)
+    if kind != "dockerimage" and other is not None and other.get("type") == kind:
+        errs.add(join(where, "name"), f"another {kind} prerequisite is already named '{name}'")
+
+
 def _read_prerequisite(errs: Errors, ctx: _Context, i: int, entry: object) -> None:
     where = item("prerequisites", i)
     if not isinstance(entry, dict):
@@ -152,6 +160,7 @@ def _read_prerequisite(errs: Errors, ctx: _Context, i: int, entry: object) -> No
     if kind not in PREREQUISITE_TYPES:
         errs.add(join(where, "type"), f"must be one of {', '.join(PREREQUISITE_TYPES)}{got(kind)}")
     if isinstance(name, str) and name:
+        _check_unique(errs, ctx, where, kind, name)
         ctx.by_name.setdefault(name, entry)
     if kind != "dockerimage":
         return
