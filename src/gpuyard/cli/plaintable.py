@@ -26,6 +26,19 @@ def cell(value: Any) -> str:
     return NONE if value is None or value == "" else str(value)
 
 
+def attempt_cell(job: dict[str, Any]) -> str:
+    """`3`, or `3 (2 preempted)` for a job preempted before (requeued, not a retry)."""
+    attempt, preempted = cell(job.get("attempt")), job.get("preemptions") or 0
+    return f"{attempt} ({preempted} preempted)" if preempted else attempt
+
+
+def basis_words(job: dict[str, Any]) -> str:
+    """What a queued job's estimated start rests on, shortened for a column: `3 running
+    jobs: 2 by maxRuntime, 1 learned from history` (the API says `the run times of ...`)."""
+    basis = str(job.get("estimatedStartBasis") or "")
+    return basis.removeprefix("the run times of ") if job.get("estimatedStart") else ""
+
+
 def state_cell(job: dict[str, Any]) -> str:
     state = cell(job.get("state"))
     return f"{state} {OPP}" if job.get("opportunistic") else state
@@ -39,7 +52,7 @@ def note_cell(job: dict[str, Any]) -> str:
 def job_row(job: dict[str, Any], now: datetime | None = None) -> list[str]:
     return [
         cell(job.get("id")), cell(job.get("name")), cell(job.get("tenant")), state_cell(job),
-        cell(job.get("gpus")), cell(job.get("attempt")),
+        cell(job.get("gpus")), attempt_cell(job),
         relative_time(job.get("submittedAt"), now), note_cell(job),
     ]
 

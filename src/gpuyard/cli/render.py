@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuyard.cli.basics import FINAL_STATES
+from gpuyard.cli.plaintable import attempt_cell
 from gpuyard.cli.times import NONE, absolute_time, relative_time
 
 STATE_STYLES = {
@@ -34,6 +35,7 @@ STATE_STYLES = {
 OPP = "OPP"
 OPP_RISK = "may be preempted when the lender reclaims them"
 OPP_MEANS = f"opportunistic, runs on GPUs borrowed beyond its tenant's guarantee; {OPP_RISK}"
+NO_ESTIMATE = "neither the running jobs' maxRuntime nor their learned run times free enough"
 
 
 # -- small formatters ------------------------------------------------------------------
@@ -121,9 +123,13 @@ def queue_place(job: dict[str, Any], now: datetime | None = None) -> Text:
         parts.append(f"position {job['pendingPosition']}{of} in tenant {job.get('tenant', '?')}")
     eta = job.get("estimatedStart")
     if eta:
-        parts.append(f"estimated start {relative_time(eta, now)} ({absolute_time(eta)} UTC)")
+        basis = job.get("estimatedStartBasis")
+        parts.append(
+            f"estimated start {relative_time(eta, now)} ({absolute_time(eta)} UTC)"
+            + (f" from {basis}" if basis else "")
+        )
     else:
-        parts.append("no estimated start (no running job's maxRuntime frees enough)")
+        parts.append(f"no estimated start ({NO_ESTIMATE})")
     return Text(" · ".join(parts), style="dim")
 
 
@@ -156,7 +162,7 @@ def render_jobs(console: Console, jobs: list[dict[str, Any]], now: datetime | No
             plain(job.get("tenant")),
             job_state(job),
             plain(job.get("gpus")),
-            plain(job.get("attempt")),
+            Text(attempt_cell(job)),
             Text(relative_time(job.get("submittedAt"), now)),
             job_note(job),
         )
@@ -191,6 +197,7 @@ def job_header(job: dict[str, Any], now: datetime | None = None) -> Panel:
     grid.add_row("priority", plain(job.get("priority")))
     grid.add_row("gpus", plain(job.get("gpus")))
     grid.add_row("attempt", Text(attempt_summary(job)))
+    grid.add_row("preempted", Text(times(job.get("preemptions"))))
     for label, key in (
         ("submitted", "submittedAt"),
         ("started", "startedAt"),
@@ -208,6 +215,12 @@ def attempt_summary(job: dict[str, Any]) -> str:
     if job.get("retryCount") is not None:
         text += f" (retries used {job.get('retriesUsed') or 0} of {job['retryCount']})"
     return text
+
+
+def times(count: Any) -> str:
+    """`never`, `once`, `3 times`."""
+    n = int(count or 0)
+    return {0: "never", 1: "once"}.get(n, f"{n} times")
 
 
 def when_summary(value: str | None, now: datetime | None = None) -> str:

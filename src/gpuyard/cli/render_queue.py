@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gpuyard.cli.plaintable import basis_words
 from gpuyard.cli.render import plain
 from gpuyard.cli.times import NONE, parse_time, relative_time
 
@@ -129,6 +130,7 @@ def queue_table(queue: list[dict[str, Any]], now: datetime | None = None) -> Tab
     table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 1))
     for name in ("  POS", "JOB", "OWNER", "GPUS", "PRIO", "REASON", "STARTS"):
         table.add_column(name, no_wrap=True)
+    table.add_column("ESTIMATED FROM", overflow="fold")
     for job in queue:
         table.add_row(
             Text(f"  {job.get('position') or NONE}"),
@@ -138,6 +140,7 @@ def queue_table(queue: list[dict[str, Any]], now: datetime | None = None) -> Tab
             plain(job.get("priority")),
             Text(str(job.get("pendingCode") or NONE), style="yellow"),
             eta_text(job.get("estimatedStart"), now),
+            Text(basis_words(job), style="dim"),
         )
     return table
 
