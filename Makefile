@@ -3,13 +3,20 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := crun runc gcc python3-venv python3-dev umoci skopeo busybox-static chromium prometheus \
-	containernetworking-plugins nftables iproute2
+# what running needs (make run): OCI runtimes, image tools, task networks, a venv
+RUN_APT  := crun runc python3-venv umoci skopeo containernetworking-plugins nftables iproute2
+# what only the tests add (make test): a C compiler and Python headers (the fake NVML library,
+# make compiled), busybox (test images), chromium (portal tests), prometheus (promtool in lint)
+TEST_APT := gcc python3-dev busybox-static chromium prometheus
+# torch only in tests (tests/ray's DDP job), and only ever the CPU wheel: the pin's local
+# version (+cpu) is not on PyPI, so a missing CPU index fails instead of pulling CUDA's 4 GB
+TORCH       := torch==2.13.0+cpu
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 PORT   ?= 8080
 # the default tenant's storage root, given on the first start (made 0700, owned by the tenant)
 STORAGE ?= /srv/gpuyard
 
-.PHONY: run test system venv host lint clean compiled test-compiled bench-sim
+.PHONY: run port-free test system system-test venv venv-test host lint clean compiled test-compiled bench-sim
 
 # what a replay runs, compiled by mypyc (`make compiled`, docs/sim.md): the scheduler, the
 # model's value types and the simulator's engine; the rest of the package stays as it is
@@ -20,10 +27,26 @@ MYPYC_MODULES := $(addprefix gpuyard/scheduler/,baselines.py cycle.py explain.py
 	$(addprefix gpuyard/model/,demand.py placement.py resources.py running.py tenant.py value.py) \
 	gpuyard/sim/engine.py gpuyard/sim/cluster.py
 
-system: ## the system parts: OCI runtimes, a C compiler and Python headers (fake NVML in tests, make compiled), chromium (portal tests), CNI plugins + nftables + iproute2 (task networks)
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# apt-get install of the missing ones among $(1), without recommends (docs/benchmarks.md: size)
+apt_install = @missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
+	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends $$missing; fi
+
+system: ## what running needs: OCI runtimes, image tools (umoci, skopeo), CNI plugins + nftables + iproute2 (task networks)
+	$(call apt_install,$(RUN_APT))
+
+system-test: ## what the tests add: gcc + Python headers, busybox, chromium, prometheus
+	$(call apt_install,$(TEST_APT))
+
+# a second `make run` while one runs: say who holds the port, before installing or starting
+port-free:
+	@$(PYTHON) -c 'import socket, sys; sys.exit(socket.socket().connect_ex(("127.0.0.1", $(PORT))) == 0)' || { \
+	  pid=$$(ss -Htlnp "sport = :$(PORT)" 2>/dev/null | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2); \
+	  who=$${pid:+ by pid $$pid ($$(ps -o args= -p $$pid | cut -c1-100))}; \
+	  echo "make run: 127.0.0.1:$(PORT) is already in use$$who." >&2; \
+	  echo "  gpuyard already running? It is at http://127.0.0.1:$(PORT); stop it (Ctrl-C, or kill $${pid:-ITS_PID}), or: make run PORT=8081" >&2; \
+	  exit 1; }
 
 host: venv ## host set-up for crun on hybrid cgroup v1 hosts (idempotent; runc needs none)
 	-@$(SUDO) $(BIN)/python -m gpuyard.runtime.hostsetup
@@ -31,15 +54,22 @@ host: venv ## host set-up for crun on hybrid cgroup v1 hosts (idempotent; runc n
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	touch $@
+
+# the CPU wheel first, alone, from its index; then the test tools (the pin in [dev] is met)
+$(BIN)/.installed-test: $(BIN)/.installed
+	$(BIN)/pip install -q --no-deps --retries 1 --extra-index-url $(TORCH_INDEX) '$(TORCH)'
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-venv: $(BIN)/.installed
+venv: $(BIN)/.installed ## the package and what running needs
+venv-test: $(BIN)/.installed-test ## and the test tools, torch's CPU wheel included
 
-run: system venv host ## start gpuyard in the foreground on 127.0.0.1:$(PORT)
+run: port-free system venv host ## start gpuyard in the foreground on 127.0.0.1:$(PORT)
 	$(BIN)/gpuyard up --port $(PORT) --fake-gpus-if-none 4xA100-80GB --storage-root $(STORAGE)
 
-lint: venv
+lint: venv-test
 	$(BIN)/ruff check src tests bench
 	$(BIN)/lint-imports
 	$(BIN)/mypy --ignore-missing-imports src/gpuyard/scheduler $(filter-out src/gpuyard/scheduler/%,$(addprefix src/,$(MYPYC_MODULES)))
@@ -47,13 +77,13 @@ lint: venv
 	promtool check rules deploy/prometheus/alerts.yml
 	promtool check config --syntax-only deploy/prometheus/prometheus.yml  # (the token file is the server's)
 
-test: system venv host lint ## every test, real containers and a real server included
+test: system system-test venv-test host lint ## every test, real containers and a real server included
 	$(BIN)/pytest -q
 	$(MAKE) test-compiled
 
 compiled: $(COMPILED)/.built ## a copy of the package with the scheduler compiled (mypyc)
 
-$(COMPILED)/.built: $(BIN)/.installed $(shell find src/gpuyard -name '*.py')
+$(COMPILED)/.built: $(BIN)/.installed-test $(shell find src/gpuyard -name '*.py')
 	rm -rf $(COMPILED) && mkdir -p $(COMPILED) && cp -r src/gpuyard $(COMPILED)/
 	cd $(COMPILED) && $(abspath $(BIN))/mypyc --ignore-missing-imports $(MYPYC_MODULES) \
 	  > mypyc.log 2>&1 || { tail -40 mypyc.log; exit 1; }

@@ -176,7 +176,9 @@ def report(result: dict[str, dict[str, float]], args: argparse.Namespace) -> Non
 
 
 def machine() -> str:
-    return f"{platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (f"{platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+            f"load average at the end {load}")
 
 
 if __name__ == "__main__":

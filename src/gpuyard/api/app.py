@@ -17,6 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from gpuyard import __version__
+from gpuyard.api.apidocs import install_api_docs
 from gpuyard.api.auth import Unauthenticated
 from gpuyard.api.authz import Forbidden
 from gpuyard.api.errors import Conflict, InvalidInput, unreadable_body
@@ -38,6 +39,8 @@ def create_app(controller: Controller) -> FastAPI:
         title="gpuyard",
         version=__version__,
         description="Multi-tenant GPU cluster platform for deep-learning jobs.",
+        docs_url=None,  # served by install_api_docs, from this server's own files
+        redoc_url=None,
     )
     app.state.controller = controller
     app.state.log_streams = LogStreams()  # follows per user, log reads off the event loop
@@ -48,6 +51,7 @@ def create_app(controller: Controller) -> FastAPI:
     install_metrics(app, controller)  # GET /metrics: the scrape token or an admin's
     app.include_router(web.router)  # the portal's pages (docs/portal.md)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    install_api_docs(app)  # GET /docs: Swagger UI, offline
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, str]:
