@@ -1,8 +1,9 @@
 """The `gpuyard` command: a dispatcher that imports only what the command needs.
 
 `gpuyard submit FILE` (without `--wait`) and `gpuyard jobs` go to their fast modules,
-`gpuyard.cli.fastsubmit` and `gpuyard.cli.fastjobs` (standard library only, and PyYAML for
-`submit --tenant`: tens of milliseconds a call); everything else, `--help` included, goes
+`gpuyard.cli.fastsubmit` and `gpuyard.cli.fastjobs`, and `submit --tenant` to
+`gpuyard.cli.fasttenant` (standard library only, and PyYAML for `--tenant`: tens of
+milliseconds a call); everything else, `--help` included, goes
 to the full typer command line, `gpuyard.cli.full`, which in turn imports the server, image
 and simulator commands only when one of them runs. The module is picked by name and imported
 with importlib, so starting `gpuyard` imports neither path until it knows which it needs
@@ -16,6 +17,8 @@ import sys
 
 FULL = "gpuyard.cli.full"
 FAST = {"submit": "gpuyard.cli.fastsubmit", "jobs": "gpuyard.cli.fastjobs"}
+#: a fast command with this option has a module of its own (`submit --tenant` reads YAML)
+FAST_WITH_OPTION = {("submit", "--tenant"): "gpuyard.cli.fasttenant"}
 #: options of the fast commands that only the full command line has
 FULL_ONLY_OPTIONS = frozenset({"--wait", "--help", "-h"})
 GLOBAL_OPTIONS_WITH_VALUE = frozenset({"--url"})
@@ -38,8 +41,12 @@ def command_of(argv: list[str]) -> str | None:
 
 def route(argv: list[str]) -> str:
     """Which module runs this command line."""
-    fast = FAST.get(command_of(argv) or "")
-    return fast if fast and not FULL_ONLY_OPTIONS.intersection(argv) else FULL
+    command = command_of(argv) or ""
+    if command not in FAST or FULL_ONLY_OPTIONS.intersection(argv):
+        return FULL
+    options = {arg.split("=", 1)[0] for arg in argv if arg.startswith("--")}
+    with_option = [m for (c, o), m in FAST_WITH_OPTION.items() if c == command and o in options]
+    return with_option[0] if with_option else FAST[command]
 
 
 def main() -> None:

@@ -18,7 +18,6 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 API = "/api/v1"
@@ -58,7 +57,7 @@ class ConnectionLost(Exception):
 class ApiError(Exception):
     """The server answered with an error status; `detail` is its sentence."""
 
-    def __init__(self, status: int, detail: str, errors: list[dict[str, Any]] | None = None):
+    def __init__(self, status: int, detail: str, errors: list[dict[str, object]] | None = None):
         super().__init__(detail)
         self.status = status
         self.detail = detail
@@ -68,7 +67,7 @@ class ApiError(Exception):
 def api_error(status: int, reason: str, body: bytes) -> ApiError:
     """Read `{"detail", "errors"}` from an error answer's body, tolerating any body."""
     detail = ""
-    errors: list[dict[str, Any]] = []
+    errors: list[dict[str, object]] = []
     try:
         decoded = json.loads(body)
     except ValueError:
@@ -176,6 +175,6 @@ def error_message(exc: ApiError, job_id: str | None = None) -> str:
     return f"error: {exc.detail} (HTTP {exc.status})"
 
 
-def print_json(data: Any) -> None:
+def print_json(data: object) -> None:
     """Raw API JSON on stdout, for scripts (no colours, no wrapping)."""
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")

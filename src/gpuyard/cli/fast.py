@@ -17,7 +17,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import TextIO
+from io import TextIOBase
 
 from gpuyard.cli.basics import (
     EXIT_FAILED,
@@ -62,7 +62,7 @@ def run(argv: list[str], top: argparse.ArgumentParser, action: Action) -> int:
         return EXIT_INTERRUPTED
 
 
-def wants_color(stream: TextIO) -> bool:
+def wants_color(stream: TextIOBase) -> bool:
     """Colours on a terminal, unless NO_COLOR is set (https://no-color.org)."""
     return stream.isatty() and not os.environ.get("NO_COLOR")
 

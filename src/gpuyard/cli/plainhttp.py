@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import http.client
 import json
-from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from gpuyard.cli.basics import (
@@ -45,13 +44,13 @@ class PlainClient:
     def close(self) -> None:
         self._conn.close()
 
-    def submit_job(self, spec: bytes, content_type: str = "application/yaml") -> dict[str, Any]:
+    def submit_job(self, spec: bytes, content_type: str = "application/yaml") -> dict[str, object]:
         """POST /api/v1/jobs with a YAML (or JSON) spec → `{"id", "name", "state"}`."""
         return self.call("POST", "/api/v1/jobs", body=spec, content_type=content_type)
 
     def list_jobs(
         self, states: list[str] | None = None, tenant: str | None = None, limit: int | None = None
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """GET /api/v1/jobs → `{"jobs": [JobSummary]}`, newest first."""
         return self.call("GET", "/api/v1/jobs", query=jobs_query(states, tenant, limit))
 
@@ -62,7 +61,7 @@ class PlainClient:
         query: list[tuple[str, str]] | None = None,
         body: bytes | None = None,
         content_type: str | None = None,
-    ) -> Any:
+    ) -> object:
         """One request; the decoded JSON answer, or one of the three failures."""
         target = self._prefix + path + (f"?{urlencode(query)}" if query else "")
         headers = dict(self._headers)

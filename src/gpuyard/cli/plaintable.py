@@ -6,7 +6,6 @@ rejected spec, the hints after a submit. Same columns and words as the rich rend
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from gpuyard.cli.times import NONE, relative_time
 
@@ -22,34 +21,34 @@ ANSI = {
 }
 
 
-def cell(value: Any) -> str:
+def cell(value: object) -> str:
     return NONE if value is None or value == "" else str(value)
 
 
-def attempt_cell(job: dict[str, Any]) -> str:
+def attempt_cell(job: dict[str, object]) -> str:
     """`3`, or `3 (2 preempted)` for a job preempted before (requeued, not a retry)."""
     attempt, preempted = cell(job.get("attempt")), job.get("preemptions") or 0
     return f"{attempt} ({preempted} preempted)" if preempted else attempt
 
 
-def basis_words(job: dict[str, Any]) -> str:
+def basis_words(job: dict[str, object]) -> str:
     """What a queued job's estimated start rests on, shortened for a column: `3 running
     jobs: 2 by maxRuntime, 1 learned from history` (the API says `the run times of ...`)."""
     basis = str(job.get("estimatedStartBasis") or "")
     return basis.removeprefix("the run times of ") if job.get("estimatedStart") else ""
 
 
-def state_cell(job: dict[str, Any]) -> str:
+def state_cell(job: dict[str, object]) -> str:
     state = cell(job.get("state"))
     return f"{state} {OPP}" if job.get("opportunistic") else state
 
 
-def note_cell(job: dict[str, Any]) -> str:
+def note_cell(job: dict[str, object]) -> str:
     """Why a job ended (its reason) or why it waits (its pending reason)."""
     return str(job.get("reason") or job.get("pendingReason") or "")
 
 
-def job_row(job: dict[str, Any], now: datetime | None = None) -> list[str]:
+def job_row(job: dict[str, object], now: datetime | None = None) -> list[str]:
     return [
         cell(job.get("id")), cell(job.get("name")), cell(job.get("tenant")), state_cell(job),
         cell(job.get("gpus")), attempt_cell(job),
@@ -63,7 +62,7 @@ def paint(text: str, state: str, color: bool) -> str:
 
 
 def jobs_table(
-    jobs: list[dict[str, Any]], color: bool = False, now: datetime | None = None
+    jobs: list[dict[str, object]], color: bool = False, now: datetime | None = None
 ) -> str:
     """The `gpuyard jobs` table: columns two spaces apart, the last one left ragged."""
     if not jobs:
@@ -81,14 +80,14 @@ def jobs_table(
     return "\n".join(lines) + "\n"
 
 
-def spec_errors_text(detail: str, errors: list[dict[str, Any]]) -> str:
+def spec_errors_text(detail: str, errors: list[dict[str, object]]) -> str:
     """A 422: the server's sentence, then one `path: message` line per field error."""
     lines = [f"spec rejected: {detail}"]
     lines += [f"  • {e.get('path') or '(spec)'}: {e.get('message', '')}" for e in errors]
     return "\n".join(lines) + "\n"
 
 
-def submitted_text(job: dict[str, Any]) -> str:
+def submitted_text(job: dict[str, object]) -> str:
     """Hints after a submit (the id itself goes to stdout, alone, for scripts)."""
     job_id = job.get("id", "?")
     return f"  see it:  gpuyard show {job_id}\n  logs:    gpuyard logs {job_id} -f\n"

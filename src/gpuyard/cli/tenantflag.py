@@ -8,7 +8,6 @@ tenant is a usage error rather than silently overridden.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import yaml
 
@@ -29,7 +28,7 @@ def with_tenant(spec: bytes, tenant: str) -> bytes:
     return json.dumps(document, default=str).encode()
 
 
-def tenant_field(document: dict[str, Any]) -> tuple[dict[str, Any], str]:
+def tenant_field(document: dict[str, object]) -> tuple[dict[str, object], str]:
     """Where a spec names its tenant: (the mapping, its key)."""
     if "protocolVersion" not in document:
         return document, "tenant"
