@@ -131,6 +131,14 @@ def verdicts(config: str, mode: str, runs: list[SeedRun]) -> list[Verdict]:
     return out
 
 
+def done(config: str, mode: str, run: SeedRun) -> str:
+    s = run.summary
+    return (
+        f"  {config} {mode} {run.policy} seed {run.seed}: avg JCT {s.avg_jct_s / 3600:,.2f} h, "
+        f"replay {s.replay_s:.0f} s ({s.replay_cpu_s:.0f} s CPU)"
+    )
+
+
 def run_one(
     args: argparse.Namespace, trace: Trace, config: str, mode: str, say: Callable
 ) -> list[SeedRun]:
@@ -138,7 +146,8 @@ def run_one(
     checkpoint, grace = MODES[mode]
     base = SimConfig(checkpoint_s=checkpoint, grace_s=grace, jitter_s=args.jitter)
     began = time.perf_counter()
-    runs = run_seeds(trace, parse_policies(args.policy), base, parse_seeds(args.seeds), args.jobs)
+    policies, seeds = parse_policies(args.policy), parse_seeds(args.seeds)
+    runs = run_seeds(trace, policies, base, seeds, args.jobs, lambda r: say(done(config, mode, r)))
     wall = time.perf_counter() - began
     gpus = trace.total_nodes * trace.gpus_per_node
     title = (

@@ -59,8 +59,8 @@ def run_seeds(
     """Every policy on every seed (`jobs` processes, default one per core; 1: here, one after
     the other), ordered by policy then seed, private delays filled in; `fifo-private` first
     unless asked for elsewhere (it runs anyway, and the gain rows need it)."""
-    tasks = [(PRIVATE, s) for s in seeds]
-    tasks += [(p, s) for p in map(canonical_policy, policies) if p != PRIVATE for s in seeds]
+    tasks = [(p, s) for p in map(canonical_policy, policies) if p != PRIVATE for s in seeds]
+    tasks += [(PRIVATE, s) for s in seeds]  # last: the shortest, they fill in at the end
     configs = [replace(base, policy=p, seed=s) for p, s in tasks]
     workers = min(jobs or os.cpu_count() or 1, len(configs))
     done: list[SeedRun] = []
