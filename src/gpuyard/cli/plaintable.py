@@ -32,10 +32,9 @@ def attempt_cell(job: dict[str, object]) -> str:
 
 
 def basis_words(job: dict[str, object]) -> str:
-    """What a queued job's estimated start rests on, shortened for a column: `3 running
-    jobs: 2 by maxRuntime, 1 learned from history` (the API says `the run times of ...`)."""
-    basis = str(job.get("estimatedStartBasis") or "")
-    return basis.removeprefix("the run times of ") if job.get("estimatedStart") else ""
+    """What a queued job's estimated start rests on (`the run times of 3 running jobs: 2 by
+    maxRuntime, 1 learned from history`); "" without an estimate."""
+    return str(job.get("estimatedStartBasis") or "") if job.get("estimatedStart") else ""
 
 
 def state_cell(job: dict[str, object]) -> str:

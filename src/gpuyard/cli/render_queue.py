@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -124,13 +124,14 @@ def shares_table(tenant: dict[str, Any], capacity: dict[str, int]) -> Table | Te
     return table
 
 
-def queue_table(queue: list[dict[str, Any]], now: datetime | None = None) -> Table | Text:
+def queue_table(queue: list[dict[str, Any]], now: datetime | None = None) -> Group | Text:
+    """The tenant's queue, then a line per estimated start saying what it rests on (a line,
+    not a column: the sentence reads at any terminal width)."""
     if not queue:
         return Text("  queue empty", style="dim")
     table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 1))
     for name in ("  POS", "JOB", "OWNER", "GPUS", "PRIO", "REASON", "STARTS"):
         table.add_column(name, no_wrap=True)
-    table.add_column("ESTIMATED FROM", overflow="fold")
     for job in queue:
         table.add_row(
             Text(f"  {job.get('position') or NONE}"),
@@ -140,9 +141,17 @@ def queue_table(queue: list[dict[str, Any]], now: datetime | None = None) -> Tab
             plain(job.get("priority")),
             Text(str(job.get("pendingCode") or NONE), style="yellow"),
             eta_text(job.get("estimatedStart"), now),
-            Text(basis_words(job), style="dim"),
         )
-    return table
+    notes = [
+        Text(
+            f"  {job.get('id', '?')} starts {eta_text(job.get('estimatedStart'), now)}: "
+            f"estimated from {basis}",
+            style="dim",
+        )
+        for job in queue
+        if (basis := basis_words(job))
+    ]
+    return Group(table, *notes)
 
 
 def cluster_line(cluster: list[dict[str, Any]]) -> Text:
