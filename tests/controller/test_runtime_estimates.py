@@ -15,7 +15,7 @@ from fake_engine import FakeEngine
 from gpuyard.controller import Controller
 from gpuyard.controller.runtimes import LearnedRuntimes
 from gpuyard.controller.view import ViewBuilder
-from gpuyard.model import ManualClock
+from gpuyard.model import FlavorQuota, ManualClock, Tenant
 from gpuyard.spec import parse_job_spec
 from gpuyard.store import NewJob, Store, open_store
 from gpuyard.store.db import alembic_config, make_engine, sqlite_url
@@ -30,7 +30,7 @@ def submit(store: Store, name: str = "train", gpus: int = 4, **extra) -> str:
         **extra,
     }
     spec = parse_job_spec(doc)
-    job = NewJob(spec.name, "default", 0, 0, spec.to_document(), owner="ana")
+    job = NewJob(spec.name, spec.tenant, 0, 0, spec.to_document(), owner="ana")
     return store.jobs.submit(job).id
 
 
@@ -154,3 +154,20 @@ def test_a_waiting_job_starts_when_the_learned_run_time_ends(store, engine, cloc
     assert job.pending_eta == started + RAN_S
     assert job.pending_eta_basis == "the run times of 1 running job: 1 learned from history"
     assert f"estimated start in 9 min (from {job.pending_eta_basis})" in job.pending_reason
+
+
+def test_a_reclaims_estimate_rests_on_the_grace_period(store, clock):
+    engine = FakeEngine(make_node("n1", gpus=4), now=clock.now())
+    ctl = Controller(store, engine, clock)
+    store.tenants.create(Tenant("a", quotas=(FlavorQuota("A100-80GB", 2),)))
+    store.tenants.create(Tenant("b", quotas=(FlavorQuota("A100-80GB", 2),), preemption_grace_s=9))
+    borrower = submit(store, tenant="b")
+    start(ctl, engine, borrower)
+    owner = submit(store, gpus=2, tenant="a")
+    ctl.run_cycle()
+    job = store.jobs.get(owner)
+    assert job.pending_code == "WaitingForPreemption"
+    assert (job.pending_eta, job.pending_eta_basis) == (
+        clock.now() + 9,
+        "the preempted jobs' grace period",
+    )
