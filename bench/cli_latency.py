@@ -5,9 +5,12 @@ server's share of a call).
 Starts a real `gpuyard up` (fake GPUs, a fresh data dir) unless `--url` names one (then
 `GPUYARD_TOKEN` must be set), submits a few jobs so that `gpuyard jobs` has rows, then runs
 every command `--rounds` times, interleaved (one of each per round, in a shuffled order), and
-prints p50 / p95 / max wall milliseconds per command. With `--before SRC` (another checkout's
-`src`, e.g. `git archive OLD src | tar -x -C /tmp/old`), the same client commands run from
-that code too (PYTHONPATH), in the same rounds, so before and after share the machine's load.
+prints p50 / p95 / max wall milliseconds per command, and the p50 of the CPU time the command
+itself used (user + system: what the machine's other load does not inflate as much).
+
+With `--before SRC` (another checkout's `src`, e.g. `git archive OLD src | tar -x -C
+/tmp/old`), the same client commands run from that code too (PYTHONPATH), in the same rounds,
+so before and after share the machine's load.
 
 Usage: .venv/bin/python bench/cli_latency.py [--rounds 30] [--url URL] [--before SRC] [--json]
 """
@@ -19,6 +22,7 @@ import json
 import os
 import platform
 import random
+import resource
 import shutil
 import socket
 import statistics
@@ -99,38 +103,51 @@ def argvs(url: str, token: str, spec: Path) -> dict[str, list[str]]:
     }
 
 
+def cpu_s() -> float:
+    """CPU seconds (user + system) of this process's ended children so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def wall_ms(argv: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
+    return timed(argv, env)[0]
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall ms, CPU ms) of one run of `argv`, which must exit 0."""
+    cpu, start = cpu_s(), time.perf_counter()
     done = subprocess.run(
         argv, check=False, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     elapsed = (time.perf_counter() - start) * 1000
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode()}")
-    return elapsed
+    return elapsed, (cpu_s() - cpu) * 1000
 
 
-def measure(table: Table, env: dict[str, str], rounds: int) -> dict[str, list[float]]:
+def measure(table: Table, env: dict[str, str], rounds: int) -> dict[str, list[tuple]]:
     """Every command once per round, in a shuffled order; 2 warm-up rounds not kept."""
-    times: dict[str, list[float]] = {name: [] for name in table}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in table}
     rng = random.Random(0)
     for n in range(rounds + 2):
         names = list(table)
         rng.shuffle(names)
         for name in names:
             argv, extra = table[name]
-            elapsed = wall_ms(argv, env | extra)
+            sample = timed(argv, env | extra)
             if n >= 2:
-                times[name].append(elapsed)
+                times[name].append(sample)
     return times
 
 
-def summary(times: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+def summary(times: dict[str, list[tuple[float, float]]]) -> dict[str, dict[str, float]]:
+    """Wall p50 / p95 / max and the command's own CPU time p50, in ms."""
     out = {}
-    for name, values in times.items():
-        ordered = sorted(values)
+    for name, samples in times.items():
+        ordered = sorted(wall for wall, _ in samples)
         p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-        out[name] = {"p50": statistics.median(ordered), "p95": p95, "max": ordered[-1]}
+        out[name] = {"p50": statistics.median(ordered), "p95": p95, "max": ordered[-1],
+                     "cpu_p50": statistics.median(cpu for _, cpu in samples)}
     return out
 
 
@@ -170,9 +187,10 @@ def report(result: dict[str, dict[str, float]], args: argparse.Namespace) -> Non
                          indent=2))
         return
     print(f"{machine()}; {args.rounds} rounds, interleaved")
-    print(f"{'command':<45} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
+    print(f"{'command':<45} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'CPU p50':>8}")
     for name, row in result.items():
-        print(f"{name:<45} {row['p50']:8.1f} {row['p95']:8.1f} {row['max']:8.1f}")
+        print(f"{name:<45} {row['p50']:8.1f} {row['p95']:8.1f} {row['max']:8.1f}"
+              f" {row['cpu_p50']:8.1f}")
 
 
 def machine() -> str:
