@@ -9,7 +9,7 @@ import pytest
 from cli_samples import NOW, closed_port, job
 
 from gpuyard.cli import fastjobs, fastsubmit
-from gpuyard.cli.basics import EXIT_UNREACHABLE, EXIT_USAGE
+from gpuyard.cli.basics import EXIT_UNREACHABLE, EXIT_USAGE, ApiError, submit_error_message
 from gpuyard.cli.plaintable import jobs_table, spec_errors_text
 from gpuyard.cli.tenantflag import with_tenant
 
@@ -66,3 +66,12 @@ def test_with_tenant_ours_and_openpai() -> None:
         with_tenant(b"name: x\ntenant: nlp\n", "vision")
     with pytest.raises(ValueError, match="not a mapping"):
         with_tenant(b"- a\n", "vision")
+
+
+def test_a_refused_submit_says_how_to_name_a_tenant() -> None:
+    refused = ApiError(403, "alice is not a member of tenant default and may not submit jobs to it")
+    message = submit_error_message(refused, tenant_given=False)
+    assert message.startswith("error: alice is not a member of tenant default")
+    assert "--tenant NAME" in message and "tenant: NAME" in message
+    assert "--tenant" not in submit_error_message(refused, tenant_given=True)
+    assert "--tenant" not in submit_error_message(ApiError(500, "boom"), tenant_given=False)

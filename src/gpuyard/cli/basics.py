@@ -29,6 +29,7 @@ EXIT_UNREACHABLE = 3
 EXIT_INTERRUPTED = 130
 
 HTTP_UNAUTHORIZED = 401
+HTTP_FORBIDDEN = 403
 HTTP_NOT_FOUND = 404
 HTTP_CONFLICT = 409
 HTTP_INVALID = 422
@@ -173,6 +174,20 @@ def error_message(exc: ApiError, job_id: str | None = None) -> str:
     if exc.status == HTTP_NOT_FOUND and job_id is not None:
         return f"no job {job_id}"
     return f"error: {exc.detail} (HTTP {exc.status})"
+
+
+TENANT_HINT = (
+    "a job goes to the tenant its spec names, else `default`: name yours with `tenant: NAME` "
+    "in the spec or `gpuyard submit FILE --tenant NAME` (`gpuyard whoami` lists yours)"
+)
+
+
+def submit_error_message(exc: ApiError, tenant_given: bool) -> str:
+    """Words for a refused submit; after a 403 without `--tenant`, how to name a tenant."""
+    message = error_message(exc)
+    if exc.status == HTTP_FORBIDDEN and not tenant_given:
+        message += f"\n  {TENANT_HINT}"
+    return message
 
 
 def print_json(data: object) -> None:

@@ -10,8 +10,15 @@ import os
 import sys
 from pathlib import Path
 
-from gpuyard.cli.basics import EXIT_OK, EXIT_USAGE, HTTP_INVALID, ApiError
-from gpuyard.cli.fast import command_parser, run
+from gpuyard.cli.basics import (
+    EXIT_OK,
+    EXIT_USAGE,
+    HTTP_FORBIDDEN,
+    HTTP_INVALID,
+    ApiError,
+    submit_error_message,
+)
+from gpuyard.cli.fast import command_parser, fail, run
 from gpuyard.cli.plainhttp import PlainClient
 from gpuyard.cli.plaintable import spec_errors_text, submitted_text
 
@@ -32,11 +39,13 @@ def submit_parser(tenant: bool = False) -> argparse.ArgumentParser:
     return top
 
 
-def send(client: PlainClient, spec: bytes, content_type: str) -> int:
+def send(client: PlainClient, spec: bytes, content_type: str, tenant_given: bool) -> int:
     """POST the spec; its id alone on stdout, the rest on stderr; a 422 is exit 2."""
     try:
         job = client.submit_job(spec, content_type)
     except ApiError as exc:
+        if exc.status == HTTP_FORBIDDEN:
+            return fail(submit_error_message(exc, tenant_given))
         if exc.status != HTTP_INVALID:
             raise
         sys.stderr.write(spec_errors_text(exc.detail, exc.errors))
@@ -48,7 +57,7 @@ def send(client: PlainClient, spec: bytes, content_type: str) -> int:
 
 
 def submit(client: PlainClient, args: argparse.Namespace) -> int:
-    return send(client, args.file.read_bytes(), "application/yaml")
+    return send(client, args.file.read_bytes(), "application/yaml", tenant_given=False)
 
 
 def main(argv: list[str]) -> int:

@@ -17,7 +17,7 @@ def submit(client: PlainClient, args: argparse.Namespace) -> int:
         spec = with_tenant(args.file.read_bytes(), args.tenant)
     except ValueError as exc:
         return fail(f"error: {exc}", EXIT_USAGE)
-    return send(client, spec, "application/json")
+    return send(client, spec, "application/json", tenant_given=True)
 
 
 def main(argv: list[str]) -> int:

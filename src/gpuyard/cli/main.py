@@ -30,6 +30,7 @@ from gpuyard.cli.basics import (
     EXIT_UNREACHABLE,
     EXIT_USAGE,
     HTTP_CONFLICT,
+    HTTP_FORBIDDEN,
     HTTP_INVALID,
     check_states,
     error_message,
@@ -37,6 +38,7 @@ from gpuyard.cli.basics import (
     normalize_url,
     print_json,
     resolve_login,
+    submit_error_message,
     unreachable_message,
 )
 from gpuyard.cli.client import ApiError
@@ -150,6 +152,8 @@ def submit(
         try:
             job = session.client.submit_job(spec, content_type)
         except ApiError as exc:
+            if exc.status == HTTP_FORBIDDEN:
+                fail(session, submit_error_message(exc, tenant is not None))
             if exc.status != HTTP_INVALID:
                 raise
             render_spec_errors(session.err, exc.detail, exc.errors)
