@@ -104,8 +104,13 @@ class JobRepo:
         tenant: str | None = None,
         limit: int = 100,
         tenants: Collection[str] | None = None,
+        *,
+        owners: Collection[str] | None = None,
+        name: str | None = None,
+        offset: int = 0,
     ) -> list[JobRecord]:
-        """Newest first; `tenant` one tenant, `tenants` any of these (None: no filter)."""
+        """Newest first; `tenant` one tenant, `tenants` any of these, `owners` any of these
+        (None: no filter); `name` one job name; `offset` jobs skipped (OpenPAI's paging)."""
         q = select(JobRow).order_by(JobRow.seq.desc()).limit(max(1, min(limit, 1000)))
         if states := list(states):
             q = q.where(JobRow.state.in_(states))
@@ -113,6 +118,12 @@ class JobRepo:
             q = q.where(JobRow.tenant == tenant)
         if tenants is not None:
             q = q.where(JobRow.tenant.in_(list(tenants)))
+        if owners is not None:
+            q = q.where(JobRow.owner.in_(list(owners)))
+        if name is not None:
+            q = q.where(JobRow.name == name)
+        if offset > 0:
+            q = q.offset(offset)
         with self._sessions() as s:
             return [self._record(r) for r in s.scalars(q)]
 
