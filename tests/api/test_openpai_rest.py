@@ -434,3 +434,31 @@ def test_the_python_sdks_calls_work_as_it_sends_them(world):
     )
     assert stop.status_code in (200, 202), stop.text
     assert stop.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", f"{API}/alice~red-job/ssh", 404),
+        ("GET", "/rest-server/api/v2/info", 404),
+        ("GET", "/rest-server/api/v1/user/alice/jobs", 404),
+        ("DELETE", f"{API}/alice~red-job", 405),
+        ("PATCH", API, 405),
+    ],
+)
+def test_what_gpuyard_does_not_serve_answers_in_openpai_shape(shared_world, method, path, status):
+    r = shared_world.call("alice", method, path)
+    assert_pai_error(r, status, "NoApiError")
+    if status == 405:
+        assert "GET" in r.headers["Allow"]
+
+
+def test_the_native_api_keeps_its_own_error_shape(shared_world):
+    r = shared_world.call("alice", "DELETE", f"/api/v1/jobs/{shared_world.jobs['red']}")
+    assert r.status_code == 405 and "detail" in r.json()
+    assert "detail" in shared_world.call("alice", "GET", "/api/v1/nope").json()
+
+
+def test_a_huge_offset_is_a_400_not_a_database_error(shared_world):
+    r = shared_world.call("alice", "GET", f"{API}?offset={10**30}")
+    assert_pai_error(r, 400, "InvalidParametersError")

@@ -132,6 +132,8 @@ def _install_http_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
+        if pai := openpai.unrouted(request, exc):
+            return pai  # OpenPAI's paths answer in OpenPAI's shape
         if (invalid := unreadable_body(exc)) is not None:
             return JSONResponse({"detail": invalid.detail, "errors": invalid.errors}, 422)
         if exc.status_code == 405:

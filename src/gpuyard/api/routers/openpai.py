@@ -30,6 +30,7 @@ from gpuyard.api.authz import (
 )
 from gpuyard.api.deps import ControllerDep
 from gpuyard.api.errors import field_path
+from gpuyard.api.methods import allow_header
 from gpuyard.api.schemas import openpai as pai
 from gpuyard.api.services import openpai as svc
 from gpuyard.spec import SpecError
@@ -38,6 +39,8 @@ from gpuyard.store import JobAlreadyEnded, JobNotFound
 log = logging.getLogger("gpuyard.api.openpai")
 
 MAX_SPEC_BYTES = 1 << 20
+MAX_OFFSET = 10**9  # beyond any store: a larger one would overflow the database's integer
+PREFIX = "/rest-server/"
 ROLE = r"^[A-Za-z][A-Za-z0-9_]*$"
 #: OpenPAI's list filters gpuyard cannot apply: refused rather than silently ignored
 UNSUPPORTED_QUERY = ("keyword", "tagsContain", "tagsNotContain", "withTotalCount", "order")
@@ -90,6 +93,22 @@ def _status_and_body(exc: Exception) -> tuple[int, dict[str, object]]:
     return 500, pai.error("UnknownError", f"internal error ({type(exc).__name__})")
 
 
+def unrouted(request: Request, exc: HTTPException) -> Response | None:
+    """The app's 404 (no such path) and 405 (not this method) under `/rest-server/`, in
+    OpenPAI's shape (`NoApiError`; a 405 keeps its `Allow`); None elsewhere. A 405 of a path
+    no route has (the app's OPTIONS route matches every path) is a 404."""
+    if not request.url.path.startswith(PREFIX) or exc.status_code not in (404, 405):
+        return None
+    allow = allow_header(request.app, request.url.path) if exc.status_code == 405 else {}
+    status = 405 if allow else 404
+    what = "method" if allow else "path"
+    message = (
+        f"{request.method} {request.url.path}: gpuyard serves no such {what} of OpenPAI's REST "
+        "API (the job endpoints of /rest-server/api/v2/jobs: docs/openpai.md)"
+    )
+    return JSONResponse(pai.error("NoApiError", message), status, allow or None)
+
+
 def _invalid(code: str, errors: list[tuple[str, str]]) -> dict[str, object]:
     """A 400 naming each bad field: `message` says them all (`path: message`), `errors` lists
     them as gpuyard's own API does."""
@@ -128,7 +147,7 @@ def list_jobs(
     username: str | None = None,
     vc: str | None = None,
     state: str | None = None,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=50000)] = 5000,
 ) -> JSONResponse:
     """Jobs of the caller's tenants, newest first; `username`, `vc` and `state` take
