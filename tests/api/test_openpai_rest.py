@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from gpuyard.model import JobState
+from gpuyard.runtime.types import TaskExit, TaskPhase, TaskStatus
 
 API = "/rest-server/api/v2/jobs"
 SECRET = "hf-token-of-alice"
@@ -225,6 +226,25 @@ def test_a_succeeded_job_has_exit_code_0(world):
     world.ctl.run_cycle()
     status = world.call("alice", "GET", f"{API}/alice~pai").json()["jobStatus"]
     assert (status["state"], status["appExitCode"]) == ("SUCCEEDED", 0)
+
+
+@pytest.mark.parametrize(("who", "shown"), [("alice", True), ("redboss", True), ("vic", False)])
+def test_exit_diagnostics_hold_log_lines_and_only_log_readers_get_them(world, who, shown):
+    job = submitted(world, "alice", protocol(instances=1))
+    world.ctl.run_cycle()
+    (key,) = tasks_of(world, job)
+    world.engine.run(key)
+    message = "exit 3\n--- last lines of the log ---\nSECRET=hunter2"
+    world.engine.status_of[key] = TaskStatus(
+        key, TaskPhase.EXITED, 0.0, TaskExit(3, "Error(exit 3)", 1.0, message)
+    )
+    world.ctl.run_cycle()
+    r = world.call(who, "GET", f"{API}/alice~pai")
+    assert r.status_code == 200, r.text
+    (task,) = r.json()["taskRoles"]["train"]["taskStatuses"]
+    assert task["containerExitCode"] == 3 and task["containerExitType"] == "Error(exit 3)"
+    assert ("hunter2" in r.text) is shown
+    assert (task["containerExitDiagnostics"] == message) is shown
 
 
 @pytest.mark.parametrize("who", ["alice", "amy", "vic", "redboss", "root"])

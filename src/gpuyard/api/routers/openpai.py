@@ -26,6 +26,7 @@ from gpuyard.api.authz import (
     JobAction,
     authorize_job,
     authorize_submit,
+    job_actions,
     visible_tenants,
 )
 from gpuyard.api.deps import ControllerDep
@@ -190,7 +191,8 @@ def get_job(framework: Framework, ctl: ControllerDep, caller: CallerDep) -> JSON
     """The newest job of that user and name the caller may see, in OpenPAI's shape."""
     job = svc.find(ctl, framework, visible_tenants(caller))
     authorize_job(caller, job, JobAction.SEE)
-    return JSONResponse(svc.detail(ctl, job))
+    logs = JobAction.LOGS in job_actions(caller, job)  # diagnostics end with log lines
+    return JSONResponse(svc.detail(ctl, job, logs))
 
 
 @router.put("/{framework}/executionType", status_code=202)

@@ -126,18 +126,21 @@ def job_summary(job: JobRecord) -> dict[str, Any]:
     }
 
 
-def job_detail(job: JobRecord, tasks: list[TaskRecord]) -> dict[str, Any]:
+def job_detail(job: JobRecord, tasks: list[TaskRecord], diagnostics: bool) -> dict[str, Any]:
     """`GET /rest-server/api/v2/jobs/{user}~{name}`: the job's status and its latest
-    attempt's tasks by role (tasks not placed yet are WAITING)."""
+    attempt's tasks by role (tasks not placed yet are WAITING). The exit diagnostics (a failed
+    task's message ends with the last lines of its log) only with `diagnostics`: for whoever
+    may read the job's logs; null for everyone else."""
     latest = [t for t in tasks if t.attempt == job.attempt]
+    message = job.message if diagnostics else None
     status = _status(job) | {
         "appId": job.id,
         "appLaunchedTime": ms(job.started_at),
         "appCompletedTime": ms(job.finished_at),
         "appExitCode": _exit_code(job, latest),
         "appExitType": job.reason,
-        "appExitDiagnostics": job.message,
-        "appExitTriggerMessage": job.message,
+        "appExitDiagnostics": message,
+        "appExitTriggerMessage": message,
         "jobAttemptId": job.attempt - 1,
     }
     return {
@@ -146,17 +149,18 @@ def job_detail(job: JobRecord, tasks: list[TaskRecord]) -> dict[str, Any]:
         "debugId": job.id,
         "jobStatus": status,
         "taskRoles": {
-            role: _role_status(job, role, spec, latest) for role, spec in _roles(job).items()
+            role: _role_status(job, role, spec, latest, diagnostics)
+            for role, spec in _roles(job).items()
         },
     }
 
 
 def _role_status(
-    job: JobRecord, role: str, spec: dict[str, Any], tasks: list[TaskRecord]
+    job: JobRecord, role: str, spec: dict[str, Any], tasks: list[TaskRecord], diagnostics: bool
 ) -> dict[str, Any]:
     by_index = {t.index: t for t in tasks if t.role == role}
     count = int(spec.get("taskNumber", 1))
-    statuses = [_task_status(job, role, i, by_index.get(i)) for i in range(count)]
+    statuses = [_task_status(job, role, i, by_index.get(i), diagnostics) for i in range(count)]
     return {"taskRoleStatus": {"name": role}, "taskStatuses": statuses}
 
 
@@ -168,7 +172,9 @@ def log_list_path(job: JobRecord, role: str, index: int) -> str:
     )
 
 
-def _task_status(job: JobRecord, role: str, index: int, task: TaskRecord | None) -> dict[str, Any]:
+def _task_status(
+    job: JobRecord, role: str, index: int, task: TaskRecord | None, diagnostics: bool
+) -> dict[str, Any]:
     status: dict[str, Any] = {
         "taskIndex": index,
         "taskState": TASK_STATES[task.state] if task else "WAITING",
@@ -184,7 +190,7 @@ def _task_status(job: JobRecord, role: str, index: int, task: TaskRecord | None)
         "containerNodeName": task.node or None,
         "containerGpus": ",".join(str(g) for g in task.gpus) or None,
         "containerExitCode": task.exit_code,
-        "containerExitDiagnostics": task.message,
+        "containerExitDiagnostics": task.message if diagnostics else None,
         "containerExitType": task.reason,
         "createdTime": ms(task.started_at),
         "completedTime": ms(task.finished_at),

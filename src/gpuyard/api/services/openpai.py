@@ -125,8 +125,9 @@ def _tenants(
     return frozenset(asked) if visible is None else frozenset(asked) & visible
 
 
-def detail(ctl: Controller, job: JobRecord) -> dict[str, Any]:
-    return pai.job_detail(job, ctl.store.jobs.tasks(job.id))
+def detail(ctl: Controller, job: JobRecord, diagnostics: bool) -> dict[str, Any]:
+    """The job in OpenPAI's shape; its exit diagnostics (log lines) only with `diagnostics`."""
+    return pai.job_detail(job, ctl.store.jobs.tasks(job.id), diagnostics)
 
 
 def stop(ctl: Controller, job: JobRecord) -> JobRecord:
