@@ -11,8 +11,8 @@ own swagger describes these paths); docs/openpai.md says what is mapped and what
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Annotated
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -51,7 +51,7 @@ STATE_WORDS = tuple(pai.STATE_FILTER)
 class OpenPaiRoute(APIRoute):
     """A route whose every error, its dependencies' too (the token), is OpenPAI's body."""
 
-    def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
         async def answer(request: Request) -> Response:
