@@ -8,13 +8,17 @@ jobs of the tenant. A platform admin may do everything. A job of a tenant the ca
 role in is *invisible*: it answers 404 exactly like a job that does not exist, so job ids do
 not leak across tenants. A visible job the caller may not act on answers 403.
 
-| role in the job's tenant | see (get, list, events) | logs, secrets  | cancel         | submit |
+| role in the job's tenant | see (get, list, events) | logs, secrets  | cancel, hold,  | submit |
+|                          |                         |                | priority       |        |
 |--------------------------|-------------------------|----------------|----------------|--------|
 | platform admin           | all jobs                | all jobs       | all jobs       | yes    |
 | tenant-admin             | all jobs                | all jobs       | all jobs       | yes    |
 | member                   | all jobs                | own jobs only  | own jobs only  | yes    |
 | viewer                   | all jobs                | no             | no             | no     |
 | none                     | (404)                   | (404)          | (404)          | 403    |
+
+A resubmit is a submit (to the tenant the document names) of a job the caller sees; a bulk
+cancel asks `job_actions` for each job it matches, exactly as a single cancel does.
 
 Secrets: a spec's secret values (secret env values, OpenPAI commands that hold a secret) are
 shown to whoever may read the job's logs; everyone else who sees the job sees `<redacted>`.
@@ -44,6 +48,8 @@ class JobAction(enum.StrEnum):
     LOGS = "read the logs of"
     CANCEL = "cancel"
     SECRETS = "read the secret values of"
+    HOLD = "hold or release"
+    PRIORITY = "change the priority of"
 
 
 ALL = frozenset(JobAction)

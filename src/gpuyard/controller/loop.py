@@ -87,6 +87,7 @@ log = logging.getLogger("gpuyard.controller")
 
 NODE_RECORD_INTERVAL_S = 30.0
 BACKOFF = "PlatformBackoff"  # the pending code of a job waiting out a platform failure
+HELD = "Held"  # the pending code of a job held by `gpuyard hold`
 MAX_PARALLEL_STARTS = 8
 
 
@@ -371,6 +372,9 @@ class Controller:
     def _schedule(self, nodes: list[Node]) -> None:
         now = self.clock.now()
         waiting = [j for j in self.store.jobs.in_states(JobState.QUEUED) if not j.stop_requested]
+        if held := [j for j in waiting if j.held_by]:  # `gpuyard hold`: keeps its place only
+            self.store.jobs.set_pending({j.id: held_pending(j) for j in held})
+            waiting = [j for j in waiting if not j.held_by]
         backing_off = [j for j in waiting if j.not_before is not None and j.not_before > now]
         queued = [j for j in waiting if j.not_before is None or j.not_before <= now]
         if backing_off:  # a platform failure's backoff: not placed, holds nothing
@@ -503,6 +507,15 @@ def _ran_s(tasks: Sequence[TaskRecord], now: float) -> float | None:
         return None
     ended = [t.finished_at for t in tasks if t.finished_at]
     return max(ended, default=now) - min(started)
+
+
+def held_pending(job: JobRecord) -> Pending:
+    """A held job's reason: who holds it and how to let it go (it is not scheduled)."""
+    message = (
+        f"held by {job.held_by}: not scheduled until released (gpuyard release {job.id}); "
+        "it keeps its place in the queue"
+    )
+    return Pending(HELD, message)
 
 
 def _backoff_pending(job: JobRecord) -> Pending:

@@ -1,10 +1,11 @@
 """What the scheduler sees each cycle: the `ClusterView` built from the store.
 
-Queued jobs become `JobDemand`s (kept between cycles for each attempt: the scheduler's caches
-key on them), jobs holding resources become `RunningJob`s, and tenants with a GPU-hour budget
-get their usage in the current period. Both kinds of job carry how many times they were
-preempted (the store's count) and their expected run time (`runtimes.py`: learned from their
-user's succeeded jobs, capped by maxRuntime).
+Queued jobs become `JobDemand`s (kept between cycles for each attempt and priority: the
+scheduler's caches key on them; held jobs never get here, `loop.py` leaves them out), jobs
+holding resources become `RunningJob`s, and tenants with a GPU-hour budget get their usage
+in the current period. Both kinds of job carry how many times they were preempted (the
+store's count) and their expected run time (`runtimes.py`: learned from their user's
+succeeded jobs, capped by maxRuntime).
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ def period_bounds(now: float, period: BudgetPeriod) -> tuple[float, float]:
     return start.timestamp(), end.timestamp()
 
 
+def _demand_key(job: JobRecord) -> tuple[str, int, int]:
+    """A demand is kept per attempt and priority: a new priority makes a new demand."""
+    return job.id, job.attempt, job.priority
+
+
 def task_placement(t: TaskRecord) -> TaskPlacement:
     used = Resources(t.cpu_milli, t.memory_mb, 0 if t.gpu_memory_mb else len(t.gpus))
     return TaskPlacement(t.role, t.index, t.node, t.gpus, used, t.gpu_memory_mb)
@@ -59,7 +65,7 @@ class ViewBuilder:
         self._store = store
         self._spec_of = spec_of
         self._runtimes = runtimes
-        self._demands: dict[tuple[str, int], JobDemand] = {}
+        self._demands: dict[tuple[str, int, int], JobDemand] = {}
 
     def build(self, nodes: Sequence[Node], queued: Sequence[JobRecord], now: float) -> ClusterView:
         tenants = {t.name: t for t in self._store.tenants.tenants()}
@@ -73,15 +79,16 @@ class ViewBuilder:
         )
 
     def _queued(self, queued: Sequence[JobRecord], now: float) -> list[JobDemand]:
-        keys = {(j.id, j.attempt) for j in queued}
+        keys = {_demand_key(j) for j in queued}
         self._demands = {k: d for k, d in self._demands.items() if k in keys}
-        fresh = [j for j in queued if (j.id, j.attempt) not in self._demands]
+        fresh = [j for j in queued if _demand_key(j) not in self._demands]
         attained = self._store.usage.attained_by_job((j.id for j in fresh), now)
         for job in fresh:
             spec = self._spec_of(job)
-            self._demands[(job.id, job.attempt)] = replace(
+            self._demands[_demand_key(job)] = replace(
                 job_demand(spec, job.id, job.seq),
                 tenant=job.tenant,
+                priority=job.priority,  # `gpuyard priority` changes it after submission
                 owner=job.owner,
                 submitted_at=job.queued_at or job.submitted_at,
                 attained_gpu_s=attained.get(job.id, 0.0),
@@ -89,7 +96,7 @@ class ViewBuilder:
                 expected_runtime_s=self._runtimes.expected_s(job, spec.max_runtime_s),
                 preemptions=job.preemptions,
             )
-        return [self._demands[(j.id, j.attempt)] for j in queued]
+        return [self._demands[_demand_key(j)] for j in queued]
 
     def _running(self) -> list[RunningJob]:
         by_job: dict[str, list[TaskRecord]] = defaultdict(list)

@@ -16,7 +16,16 @@ from gpuyard.store.db import (
     session_factory,
     sqlite_url,
 )
-from gpuyard.store.jobs import JobAlreadyEnded, JobNotFound, JobRepo, NewJob, NewTask, task_key
+from gpuyard.store.jobfilter import JobFilter
+from gpuyard.store.jobs import (
+    JobAlreadyEnded,
+    JobNotFound,
+    JobNotQueued,
+    JobRepo,
+    NewJob,
+    NewTask,
+    task_key,
+)
 from gpuyard.store.nodes import (
     NodeNotFound,
     NodeRecord,
@@ -112,6 +121,8 @@ __all__ = [
     "tenant_doc",
     "tenant_of",
     "JobAlreadyEnded",
+    "JobFilter",
+    "JobNotQueued",
     "JobNotFound",
     "JobRecord",
     "JobRepo",

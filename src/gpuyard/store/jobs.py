@@ -17,6 +17,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpuyard.model import Clock, JobState, TaskReason, TaskState, check_job_transition
+from gpuyard.store.jobfilter import JobFilter, filtered
 from gpuyard.store.records import (
     ACTIVE_TASK_STATES,
     EventRecord,
@@ -34,6 +35,10 @@ class JobNotFound(LookupError):
 
 class JobAlreadyEnded(RuntimeError):
     pass
+
+
+class JobNotQueued(RuntimeError):
+    """Only a queued job can be held (HTTP 409); the text says what state it is in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +132,12 @@ class JobRepo:
         with self._sessions() as s:
             return [self._record(r) for r in s.scalars(q)]
 
+    def find(self, f: JobFilter, limit: int = 100) -> list[JobRecord]:
+        """The jobs `f` matches, newest first, at most `limit` (1 to 1001)."""
+        q = filtered(select(JobRow), f).order_by(JobRow.seq.desc()).limit(max(1, min(limit, 1001)))
+        with self._sessions() as s:
+            return [self._record(r) for r in s.scalars(q)]
+
     def in_states(self, *states: JobState) -> list[JobRecord]:
         q = select(JobRow).where(JobRow.state.in_([str(x) for x in states])).order_by(JobRow.seq)
         with self._sessions() as s:
@@ -183,6 +194,55 @@ class JobRepo:
             st = JobState(row.state)
             s.add(_event(row, st, st, reason, message, now))
             return True
+
+    def record_event(self, job_id: str, reason: str, message: str) -> None:
+        """An event that changes nothing, in any state, ended included (e.g. `Resubmitted`)."""
+        now = self._clock.now()
+        with self._sessions.begin() as s:
+            row = _row(s, job_id)
+            st = JobState(row.state)
+            s.add(_event(row, st, st, reason, message, now))
+
+    def hold(self, job_id: str, by: str, pending: Pending) -> JobRecord:
+        """Hold a queued job: it keeps its place but is not scheduled until `release`; an
+        event says who held it. Holding a held job changes nothing."""
+        now = self._clock.now()
+        with self._sessions.begin() as s:
+            row = _queued_row(s, job_id, "held")
+            if row.held_by is None:
+                row.held_by = by
+                _write_pending(row, pending)
+                s.add(_event(row, JobState.QUEUED, JobState.QUEUED, "Held", f"held by {by}", now))
+            return self._record(row)
+
+    def release(self, job_id: str, by: str) -> JobRecord:
+        """Let a held job be scheduled again (its pending reason comes back next cycle)."""
+        now = self._clock.now()
+        with self._sessions.begin() as s:
+            row = _queued_row(s, job_id, "released")
+            if row.held_by is not None:
+                held = row.held_by
+                row.held_by = None
+                _write_pending(row, None)
+                message = f"released by {by} (held by {held})"
+                s.add(_event(row, JobState.QUEUED, JobState.QUEUED, "Released", message, now))
+            return self._record(row)
+
+    def set_priority(self, job_id: str, priority: int, by: str) -> JobRecord:
+        """A job's new priority (its spec's too), with an event; an ended job cannot change."""
+        now = self._clock.now()
+        with self._sessions.begin() as s:
+            row = _row(s, job_id)
+            st = JobState(row.state)
+            if st.is_final:
+                raise JobAlreadyEnded(f"job {job_id} already ended {row.state}")
+            before = row.priority
+            if before != priority:
+                spec = self._record(row).spec | {"priority": priority}
+                row.priority, row.spec = priority, json.dumps(self._secrets.seal(spec))
+                message = f"priority {before} → {priority} by {by}"
+                s.add(_event(row, st, st, "PriorityChanged", message, now))
+            return self._record(row)
 
     def submit(self, job: NewJob) -> JobRecord:
         now = self._clock.now()
@@ -351,6 +411,20 @@ class JobRepo:
             for row in s.scalars(select(JobRow).where(JobRow.id.in_(list(reasons)))):
                 if row.state == JobState.QUEUED and _pending_changed(row, reasons[row.id]):
                     _write_pending(row, reasons[row.id])
+
+
+def _row(s: Session, job_id: str) -> JobRow:
+    row = s.get(JobRow, job_id)
+    if row is None:
+        raise JobNotFound(job_id)
+    return row
+
+
+def _queued_row(s: Session, job_id: str, what: str) -> JobRow:
+    row = _row(s, job_id)
+    if row.state != JobState.QUEUED:
+        raise JobNotQueued(f"job {job_id} is {row.state}: only a queued job can be {what}")
+    return row
 
 
 def _pending_changed(row: JobRow, p: Pending) -> bool:

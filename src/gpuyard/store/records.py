@@ -57,6 +57,7 @@ class JobRecord:
     preemptions: int = 0  # how many times it was preempted (requeued as Preempted)
     pending_eta_basis: str | None = None  # what its estimated start rests on
     original: dict[str, Any] | None = None  # the document as submitted (OpenPAI), if not ours
+    held_by: str | None = None  # who holds it (a held queued job is not scheduled)
 
     @property
     def pending(self) -> Pending | None:
@@ -109,6 +110,7 @@ class JobRecord:
             r.preemptions or 0,
             r.pending_eta_basis,
             json.loads(r.original_spec) if r.original_spec else None,
+            r.held_by,
         )
 
 

@@ -44,6 +44,8 @@ class JobRow(Base):
     pending_eta_basis: Mapped[str | None] = mapped_column(Text)  # what the estimate rests on
     # the document as submitted (OpenPAI v2), JSON, secrets sealed; None: the spec is it
     original_spec: Mapped[str | None] = mapped_column(Text)
+    # who holds the queued job (`gpuyard hold`): it is not scheduled until released
+    held_by: Mapped[str | None] = mapped_column(String(64))
 
 
 class TaskRow(Base):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -15,10 +15,19 @@ from gpuyard.api.schemas import (
     EventList,
     JobDetail,
     JobList,
+    JobSummary,
     Submitted,
     error_responses,
     event_out,
 )
+from gpuyard.api.schemas.jobcontrol import (
+    BulkCancelIn,
+    BulkCancelled,
+    PriorityIn,
+    ResubmitIn,
+    StateName,
+)
+from gpuyard.api.services import jobcontrol as control
 from gpuyard.api.services import jobs as svc
 from gpuyard.api.services.logstreams import LogStreams, TooManyFollows
 
@@ -31,11 +40,6 @@ router = APIRouter(
 MAX_SPEC_BYTES = 1 << 20
 LOG_TRUNCATED = "X-Log-Truncated"  # true: the log's cap dropped its middle
 LOG_DROPPED = "X-Log-Dropped-Bytes"  # how many bytes it dropped
-#: a job state as `?state=` takes it, either case (an unknown one is a 422, not an empty list)
-StateName = Literal[
-    "QUEUED", "SCHEDULED", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED",
-    "queued", "scheduled", "running", "succeeded", "failed", "stopped",
-]  # fmt: skip
 
 
 @router.post(
@@ -74,10 +78,24 @@ def list_jobs(
     caller: CallerDep,
     state: Annotated[list[StateName] | None, Query()] = None,
     tenant: str | None = None,
+    user: Annotated[str | None, Query(description="the jobs' owner")] = None,
+    name: Annotated[str | None, Query(description="a glob: * and ?, any case")] = None,
+    since: Annotated[str | None, Query(description="2h, 7d or an ISO time")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: Annotated[str | None, Query(description="nextCursor of the previous page")] = None,
 ) -> JobList:
-    """Jobs of the caller's tenants (every tenant for a platform admin), newest first."""
-    return svc.list_jobs(ctl, state or [], tenant, limit, visible_tenants(caller))
+    """Jobs of the caller's tenants (every tenant for a platform admin), newest first, a
+    page at a time: `nextCursor` (null on the last page) with the same filters gives the next."""
+    filters = control.Filters(tuple(state or ()), tenant, user, name, since)
+    return control.list_jobs(ctl, visible_tenants(caller), filters, limit, cursor)
+
+
+@router.post("/cancel", response_model=BulkCancelled)
+def cancel_jobs(body: BulkCancelIn, ctl: ControllerDep, caller: CallerDep) -> BulkCancelled:
+    """Cancel every job the filters match (those of `GET /api/v1/jobs`, active states only,
+    at least one) that the caller may cancel, each authorised as a single cancel; the answer
+    lists what was cancelled and what was refused, and why. `dryRun`: cancel nothing."""
+    return control.bulk_cancel(ctl, caller, body)
 
 
 @router.get("/{job_id}", response_model=JobDetail)
@@ -98,8 +116,50 @@ def job_original(job_id: str, ctl: ControllerDep, caller: CallerDep) -> dict[str
 @router.post("/{job_id}/cancel", status_code=202, response_model=Cancelled)
 def cancel_job(job_id: str, ctl: ControllerDep, caller: CallerDep) -> Cancelled:
     authorize_job(caller, svc.get_job(ctl, job_id), JobAction.CANCEL)
-    job = svc.cancel(ctl, job_id)
+    job = control.cancel_one(ctl, job_id, caller.name)
     return Cancelled(id=job.id, state=str(job.state), stop_requested=job.stop_requested)
+
+
+@router.post("/{job_id}/resubmit", status_code=201, response_model=Submitted)
+def resubmit_job(
+    job_id: str,
+    response: Response,
+    ctl: ControllerDep,
+    caller: CallerDep,
+    body: ResubmitIn | None = None,
+) -> Submitted:
+    """Submit the job's original document again (`GET .../original`) as the caller, with
+    `set` applied by dotted path; a path that does not fit is a 422 at `body.set.<path>`."""
+    job = svc.get_job(ctl, job_id)
+    authorize_job(caller, job, JobAction.SEE)
+    new = control.resubmit(ctl, caller, job, body.set if body else {})
+    response.headers["Location"] = f"/api/v1/jobs/{new.id}"
+    return Submitted(id=new.id, name=new.name, state=str(new.state))
+
+
+@router.post("/{job_id}/hold", response_model=JobSummary)
+def hold_job(job_id: str, ctl: ControllerDep, caller: CallerDep) -> JobSummary:
+    """A queued job is not scheduled until released, and keeps its place (409 if not queued)."""
+    job = svc.get_job(ctl, job_id)
+    authorize_job(caller, job, JobAction.HOLD)
+    return control.hold(ctl, job, caller.name)
+
+
+@router.post("/{job_id}/release", response_model=JobSummary)
+def release_job(job_id: str, ctl: ControllerDep, caller: CallerDep) -> JobSummary:
+    job = svc.get_job(ctl, job_id)
+    authorize_job(caller, job, JobAction.HOLD)
+    return control.release(ctl, job, caller.name)
+
+
+@router.post("/{job_id}/priority", response_model=JobSummary)
+def set_priority(
+    job_id: str, body: PriorityIn, ctl: ControllerDep, caller: CallerDep
+) -> JobSummary:
+    """A job's new priority, -1000 to 1000 (409 once it ended)."""
+    job = svc.get_job(ctl, job_id)
+    authorize_job(caller, job, JobAction.PRIORITY)
+    return control.set_priority(ctl, job, body.priority, caller.name)
 
 
 @router.get("/{job_id}/events", response_model=EventList)

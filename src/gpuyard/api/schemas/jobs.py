@@ -82,6 +82,7 @@ class JobSummary(Out):
     preemptions: int = 0  # how many times the job was preempted (requeued, not a retry)
     opportunistic: bool = False
     borrowed: list[Borrowed] = []
+    held_by: str | None = None  # who holds the queued job (`gpuyard hold`), or null
 
 
 class JobDetail(JobSummary):
@@ -92,6 +93,7 @@ class JobDetail(JobSummary):
 
 class JobList(Out):
     jobs: list[JobSummary]
+    next_cursor: str | None = None  # pass as `cursor` (same filters) for the next page
 
 
 class EventList(Out):
@@ -146,6 +148,7 @@ def job_summary(j: JobRecord) -> dict[str, Any]:
         "preemptions": j.preemptions,
         "opportunistic": j.opportunistic,
         "borrowed": borrowed_gpus(j),
+        "held_by": j.held_by,
     }
 
 
