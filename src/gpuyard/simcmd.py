@@ -41,7 +41,7 @@ def sim(
     grace: Annotated[int, typer.Option(help="preemption grace period in seconds")] = 30,
     tenant_queue: Annotated[
         str, typer.Option(help="queue policy of the tenants under `default`: fifo or las")
-    ] = "fifo",
+    ] = "las",
     tenant_backfill: Annotated[
         bool,
         typer.Option(help="`default`: later jobs of a tenant may start behind its blocked head"),
@@ -53,10 +53,6 @@ def sim(
         bool,
         typer.Option(help="`default`: tenants' heads by LAS queue before fair share (Tiresias)"),
     ] = True,
-    aged_holds: Annotated[
-        bool,
-        typer.Option(help="`default`: hold the GPU flavors of an aged head that cannot start"),
-    ] = False,
     seeds: Annotated[
         str | None,
         typer.Option(
@@ -93,7 +89,6 @@ def sim(
             tenant_backfill=tenant_backfill,
             tenant_preemption=tenant_preemption,
             least_served_first=least_served_first,
-            aged_holds=aged_holds,
             jitter_s=jitter,
         )
         chosen_seeds = parse_seeds(seeds) if seeds else None

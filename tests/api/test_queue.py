@@ -78,7 +78,7 @@ def test_the_queue_shows_guaranteed_used_borrowed_lent_and_the_queue(busy):
         "lent": 1,
     }
     red = tenants["red"]
-    assert red["weight"] == 1.0 and red["queuePolicy"] == "fifo"  # the default
+    assert red["weight"] == 1.0 and red["queuePolicy"] == "las"  # the default (issue 16)
     assert [j["id"] for j in red["queue"]] == busy.waiting
     head = red["queue"][0]
     assert (head["position"], head["queueLength"], head["gpus"], head["owner"]) == (

@@ -241,9 +241,9 @@ CASES = [
         {"j1": C.INSUFFICIENT},
     ),
     (
-        "fifo-inside-tenant",  # the default queue policy
+        "fifo-inside-tenant",
         N8,
-        [make_tenant(A, 8)],
+        [make_tenant(A, 8, queue_policy=QueuePolicy.FIFO)],
         [make_running("ra", A, "n1", *range(7))],
         [make_job("j1", 1, tenant=A, attained_gpu_s=99_999), make_job("j2", 1, tenant=A)],
         ["j1"],
@@ -252,7 +252,7 @@ CASES = [
         {"j2": C.INSUFFICIENT},
     ),
     (
-        "las-inside-tenant",
+        "las-inside-tenant",  # the default queue policy (issue 16)
         N8,
         [make_tenant(A, 8, queue_policy=QueuePolicy.LAS)],
         [make_running("ra", A, "n1", *range(7))],
@@ -279,7 +279,7 @@ CASES = [
         [make_tenant(A, 8)],
         [make_running("ra", A, "n1", *range(7))],
         [
-            make_job("j1", 1, tenant=A, submitted_at=-4000),
+            make_job("j1", 1, tenant=A, submitted_at=-48 * 3600),  # promoted
             make_job("j2", 1, tenant=A, priority=3, submitted_at=50),
         ],
         ["j1"],
@@ -288,7 +288,7 @@ CASES = [
         {"j2": C.INSUFFICIENT},
     ),
     (
-        "aged-job-holds-nothing-by-default",  # SchedulerConfig.aged_holds is off
+        "promoted-job-holds-nothing",  # promotion never holds capacity (issue 16)
         N8,
         [make_tenant(A, 0), make_tenant(B, 0)],
         [make_running("r", B, "n1", 0, 1, 2, 3, borrowed=4)],
@@ -465,20 +465,3 @@ def test_parked_tenant_is_woken_by_a_release():
     assert first.pending_reasons == again.pending_reasons
     freed = scheduler.cycle(ClusterView(tuple(N8), tenants, (), queued, {}, 12.0))
     assert [p.job_id for p in freed.admit] == ["j1"]
-
-
-@pytest.mark.parametrize("parked", [False, True])
-def test_an_aged_head_holds_its_flavor_with_aged_holds(parked):
-    """With `aged_holds`, the aged j1 (8 GPUs, 4 free) holds the node's flavor: j2 of another
-    tenant waits behind it. From the second cycle on j1 is parked (nothing was released) and
-    its hold must stay (it used to lapse while parked)."""
-    scheduler = Scheduler(SchedulerConfig(aged_holds=True))
-    tenants = {A: make_tenant(A, 0), B: make_tenant(B, 0)}
-    running = (make_running("r", B, "n1", 0, 1, 2, 3, borrowed=4),)
-    queued = (
-        make_job("j1", 8, tenant=A, submitted_at=-4000),
-        make_job("j2", 1, tenant=B, submitted_at=50),
-    )
-    for now in (100.0, 160.0, 220.0) if parked else (100.0,):
-        result = scheduler.cycle(ClusterView(tuple(N8), tenants, running, queued, {}, now))
-        assert summary(result) == ([], [], [], {"j1": C.INSUFFICIENT, "j2": C.BEHIND}), now

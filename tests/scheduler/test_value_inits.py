@@ -8,6 +8,7 @@ field missing from `__init__` shows as `dataclasses.replace` failing.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from gpuyard.scheduler.state import Charged
 from gpuyard.scheduler.view import Admission, ClusterView, ViewChanges
 
 REASON = PendingReason(PendingCode.INSUFFICIENT, "no room", 2, 5, 60.0)
-BLOCKED = Blocked(REASON, parkable=True, wake_on=frozenset({"A100"}), holds=frozenset({"A100"}))
+BLOCKED = Blocked(REASON, parkable=True, wake_on=frozenset({"A100"}), wake_at=7200.0)
 RUNNING = make_running("r1", "team-a", "n1", 0, 1, borrowed=1)
 ADMISSION = Admission("j1", "team-a", (("A100", 2),))
 
@@ -41,7 +42,7 @@ SAMPLES: list[Any] = [
     CycleStats(3, 1, 1),
     CycleResult((), (), {"j2": REASON}, CycleStats(2, 0, 1), (ADMISSION,)),
     ADMISSION,
-    Demotion((3600.0, 36000.0), 1, 600.0, False),
+    Demotion((3600.0, 36000.0), 1, False),
     Charged("team-a", RUNNING.placements, RUNNING.placements, {"A100": 2}, (("n1", "A100", 2),)),
     ViewChanges(3, frozenset({"a"}), (), frozenset({"b"}), (RUNNING,)),
     ClusterView((make_node("n1", gpus=2),), running=(RUNNING,), now=5.0, number=3),
@@ -66,7 +67,7 @@ def test_it_stays_frozen(value):
 def test_defaults_are_the_documented_ones():
     assert Resources() == Resources(0, 0, 0)
     assert QuotaVerdict() == QuotaVerdict((), None, "")
-    assert Blocked(REASON) == Blocked(REASON, False, frozenset(), frozenset(), True)
+    assert Blocked(REASON) == Blocked(REASON, False, frozenset(), True, math.inf)
     view = ClusterView(())
     assert (view.tenants, view.usage, view.running, view.queued) == ({}, {}, (), ())
     assert view.changes is None and view.number == 0 and view.now == 0.0

@@ -31,7 +31,8 @@ CONFIGS = [
     SimConfig(policy="default", checkpoint_s=300, least_served_first=False),
     SimConfig(policy="default", tenant_queue=QueuePolicy.LAS, tenant_preemption=True),
     SimConfig(policy="default", tenant_backfill=False, aging_s=600.0),
-    SimConfig(policy="default", aged_holds=True),
+    SimConfig(policy="default", tenant_queue=QueuePolicy.FIFO),
+    SimConfig(policy="default", aging_s=1200.0, checkpoint_s=300),  # promotions, demotions
 ]
 
 

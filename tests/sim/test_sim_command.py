@@ -36,7 +36,7 @@ def test_sim_prints_the_policies_side_by_side_and_writes_the_outputs(tmp_path: P
     result = runner.invoke(
         sim_app,
         ["--trace", f"csv:{trace}", "--quotas", "demand:0.7",
-         "--policy", "fifo,default", "--out", str(out), "--aged-holds"],
+         "--policy", "fifo,default", "--out", str(out)],
     )
     assert result.exit_code == 0, result.output
     assert "fifo" in result.output and "default" in result.output
@@ -70,11 +70,11 @@ def test_sim_with_seeds_prints_mean_and_deviation_and_writes_every_run(tmp_path:
 
 
 def test_sim_config_passes_the_default_policy_flags() -> None:
-    config = sim_config(60.0, 1800.0, 30, 0, "las", False, False, False, True)
+    config = sim_config(60.0, 1800.0, 30, 0, "fifo", False, False, False)
     assert (config.tenant_backfill, config.tenant_preemption) == (False, False)
-    assert (config.least_served_first, config.aged_holds) == (False, True)
-    assert config.tenant_queue.value == "las"
-    assert sim_config(60.0, 1800.0, 30, 0, "fifo").aged_holds is False  # as SchedulerConfig
+    assert config.least_served_first is False
+    assert config.tenant_queue.value == "fifo"
+    assert sim_config(60.0, 1800.0, 30, 0, "las").tenant_backfill is True  # as SchedulerConfig
     assert sim_config(60.0, 1800.0, 30, 0, "fifo", jitter_s=60).jitter_s == 60
 
 

@@ -17,7 +17,7 @@ from gpuyard.model.value import Value
 
 class QueuePolicy(enum.StrEnum):
     FIFO = "fifo"  # priority, then submission order
-    LAS = "las"  # priority, then least attained GPU service (Tiresias), with aging
+    LAS = "las"  # priority, then least attained GPU service (Tiresias), with promotion
 
 
 class BudgetPeriod(enum.StrEnum):
@@ -85,7 +85,7 @@ class Tenant(Value):
     cpu_milli: int | None = None  # guaranteed CPU (None: not limited by quota)
     memory_mb: int | None = None  # guaranteed memory (None: not limited by quota)
     weight: float = 1.0  # fair-share weight across tenants
-    queue_policy: QueuePolicy = QueuePolicy.FIFO
+    queue_policy: QueuePolicy = QueuePolicy.LAS  # issue 16: LAS inside a tenant by default
     priority_preemption: bool = False  # may a higher-priority job preempt one of the tenant's?
     preemption_grace_s: int = 30  # SIGTERM → SIGKILL for this tenant's preempted jobs
     max_gpus_per_user: int | None = None

@@ -12,10 +12,11 @@ parked tenants), never truth. It reads as its phases:
 4. order    — tenants by weighted dominant share, lowest first (then head priority, age);
 5. admit    — the lowest-share tenant's head starts if quota and placement allow, and the
               tenant's next job becomes its head; a head that cannot start may reclaim
-              (preempt borrowers), and otherwise blocks its tenant for this cycle (strict
-              per-tenant order, so big jobs are not starved by small ones of their tenant) —
-              or, with `tenant_backfill`, while the head is not aged, later jobs of the
-              tenant that fit now may still start (no reclaim for them);
+              (preempt borrowers) or demote (LAS: jobs of a higher queue), and otherwise
+              blocks its tenant's order; with `tenant_backfill`, later jobs of the tenant
+              that fit now, or can make room by demotion, may still start. A job that waited
+              past its wait limit is promoted (front of its queue, demotes as a job of the
+              first LAS queue) instead of holding its tenant back (issue 16);
 6. requeue  — every job not admitted gets a reason, its position and, when known, an
               estimated start.
 
@@ -23,15 +24,15 @@ parked tenants), never truth. It reads as its phases:
 (`baselines.py`) instead.
 
 Parking (Kueue): a tenant whose head could not start is not re-examined while nothing that
-could help it changed — same head, same nodes and tenants, no resource it can use released.
-With `aged_holds`, a parked aged head keeps holding its GPU flavors, as it did when it was
-last tried (before, its hold lapsed in every cycle it was parked, and others started on what
-it waits for).
+could help it changed — same head, same nodes and tenants, no resource it can use released,
+and, for a head that may demote, no running job crossed into a higher LAS queue since
+(`Blocked.wake_at`).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass
 
 from gpuyard.model import JobPlacement
@@ -48,8 +49,8 @@ from gpuyard.scheduler.view import ClusterView, SchedulerConfig
 
 @dataclass(frozen=True, slots=True, init=False)
 class Parked:
-    """A tenant's head that could not start, and how (`Blocked`: its reason, what wakes it,
-    the flavors an aged head holds while parked, as when it was tried)."""
+    """A tenant's head that could not start, and how (`Blocked`: its reason, what wakes
+    it)."""
 
     head: str
     aged: bool
@@ -74,6 +75,7 @@ class Scheduler:
         self._victims = VictimTable()  # what preemption reads of each running job
         self._baseline: Baseline | None = None
         self._unsettled = 0  # heads of the last cycle a later one might decide otherwise
+        self._wake_at = math.inf  # a failed demotion of the last cycle might succeed then
         if self.config.policy != "default":
             self._baseline = make_baseline(self.config)
 
@@ -81,21 +83,21 @@ class Scheduler:
         """After a cycle on `view` that decided nothing: until when the same queue and
         running jobs decide nothing either (a baseline answers for itself).
 
-        `default`: until the next queued job ages, if every head's outcome in that cycle
-        was settled (`Blocked.settled`). A head that waited (`_wait`) is parked in the next
-        cycle, with the same reason and holds, and not tried again while nothing is
-        released; a head blocked by another's hold is blocked by the same hold again; a
-        backfill candidate that did not fit still does not, on the same snapshot. So the next
-        cycle decides nothing either, and its order changes only when a job ages. What does
-        change with time alone — which running jobs may be demoted, and the victims' order
-        by progress — is read only by a head waiting for its victims to stop (unsettled:
-        `now`, nothing skipped), never by a parked one. Budgets (usage grows with time) give
-        no hint either."""
+        `default`: until the next queued job ages (is promoted) or the first running job
+        that a failed demotion could take crosses into a higher LAS queue (`Round.wake_at`),
+        if every head's outcome in that cycle was settled (`Blocked.settled`). A head that
+        waited (`_wait`) is parked in the next cycle, with the same reason, and not tried
+        again while nothing is released and no such crossing came; a backfill candidate that
+        did not fit, and could not make room, still cannot on the same snapshot with the
+        same LAS queues. So the next cycle decides nothing either. The victims' order by
+        progress for reclaim changes with time alone, but is read only by a head waiting for
+        its victims to stop (unsettled: `now`, nothing skipped). Budgets (usage grows with
+        time) give no hint either."""
         if self._baseline is not None:
             return self._baseline.quiet_until(view)
         if self._unsettled or any(t.gpu_hour_budget is not None for t in view.tenants.values()):
             return view.now
-        return self._queues.next_aging()
+        return min(self._queues.next_aging(), self._wake_at)
 
     def cycle(self, view: ClusterView) -> CycleResult:
         if self._baseline is not None:
@@ -107,7 +109,7 @@ class Scheduler:
         self._state.sync(view.nodes, view.tenants, view.running, changes)
         self._fits.sync(view.nodes, self._state.rebuilt)
         self._victims.sync(view.running, changes, own_jobs_preemptible(view.tenants, self.config))
-        self._unpark_changed()
+        self._unpark_changed(view.now)
         self._keep_facts()
         rnd = Round(
             view,
@@ -132,6 +134,7 @@ class Scheduler:
             if rnd.next_head(tenant):
                 heapq.heappush(heap, rnd.order_key(tenant))
         # 6. requeue: every job not admitted gets its reason, position and estimate.
+        self._wake_at = rnd.wake_at
         return rnd.result(CycleStats(len(view.queued), len(rnd.admitted), rnd.set_aside))
 
     def _admit_head(self, rnd: Round, tenant: str) -> bool:
@@ -141,7 +144,6 @@ class Scheduler:
         parked = self._parked.get(tenant)
         if parked and parked.head == head.job_id and parked.aged == rnd.aged(head):
             rnd.block(tenant, parked.outcome)
-            rnd.hold(head, parked.outcome.holds)
             return False
         outcome = rnd.try_admit(tenant, head)
         if isinstance(outcome, JobPlacement):
@@ -163,9 +165,13 @@ class Scheduler:
         elif len(self._facts) > 2 * len(jobs) + 1024:
             self._facts = {j: f for j, f in self._facts.items() if jobs.get(j) is f.job}
 
-    def _unpark_changed(self) -> None:
+    def _unpark_changed(self, now: float) -> None:
         if self._state.rebuilt:
             self._parked.clear()
             return
         released = self._state.released
-        self._parked = {t: p for t, p in self._parked.items() if not (p.outcome.wake_on & released)}
+        self._parked = {
+            t: p
+            for t, p in self._parked.items()
+            if not (p.outcome.wake_on & released) and p.outcome.wake_at > now
+        }

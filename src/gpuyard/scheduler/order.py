@@ -1,16 +1,19 @@
-"""Queue order: inside a tenant (priority, then FIFO or LAS, with aging) and across tenants
-(weighted dominant share, see `QuotaBook.share_key`).
+"""Queue order: inside a tenant (priority, then LAS or FIFO, with promotion) and across
+tenants (weighted dominant share, see `QuotaBook.share_key`).
 
 Inside a tenant a job's key is, lowest first:
-- aged (queued longer than its `wait_limit`): `(0, submitted_at, seq)` — oldest aged job
-  first, whatever its priority, so no job waits forever behind a stream of higher-priority ones;
-- otherwise `(1, -priority, las_queue, submitted_at, seq)`, where `las_queue` is 0 for
-  `fifo` tenants and, for `las` tenants, the index of the first threshold of
-  `las_thresholds_gpu_s` above the job's attained GPU-seconds (Tiresias' discretized LAS:
-  jobs that received little service go first; no duration knowledge needed).
+- promoted (queued longer than its `wait_limit`, "aged" in the code): `(0, submitted_at,
+  seq)` — oldest promoted job first, whatever its priority or attained service, so no job
+  waits forever behind a stream of higher-priority or less-served ones (it also demotes as a
+  job of the first LAS queue: `round.Round._demotion_now`; nothing is held back behind it);
+- otherwise `(1, -priority, las_queue, submitted_at, seq)`, where `las_queue`, for `las`
+  tenants (the default), is the index of the first threshold of `las_thresholds_gpu_s`
+  above the job's attained GPU-seconds (Tiresias' discretized LAS: jobs that received
+  little service go first; no duration knowledge needed), and 0 for `fifo` tenants.
 
 `TenantQueues` keeps each tenant's queue sorted across cycles (insert and remove by diff, a
-job moved once when it ages); a tenant's queue is re-sorted only when its policy changed.
+job moved once when it is promoted); a tenant's queue is re-sorted only when its policy
+changed.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ Entry = tuple[JobKey, str]  # (order key, job id)
 
 
 def wait_limit(job: JobDemand, config: SchedulerConfig) -> float:
-    """How long `job` waits before it ages: `aging_s`, or longer for a job that already ran
-    (`aging_per_run_s` × the seconds it ran in earlier attempts; Tiresias' starvation limit,
-    so a demoted long job does not hold the GPUs `aging_s` after each demotion)."""
+    """How long `job` waits before it is promoted: `aging_s`, or longer for a job that
+    already ran (`aging_per_run_s` × the seconds it ran in earlier attempts; Tiresias'
+    STARVELIMIT, so a demoted long job does not come back on top right after each
+    demotion)."""
     if not config.aging_per_run_s or not job.attained_gpu_s:
         return config.aging_s
     ran_s = job.attained_gpu_s / max(1, job.total.gpus)

@@ -37,37 +37,31 @@ Fits = Callable[[], JobPlacement | None]
 @dataclass(frozen=True, slots=True, init=False)
 class Demotion:
     """Who a job may demote (LAS, `SchedulerConfig.tenant_preemption`): running jobs of no
-    higher priority in a higher LAS queue than `level` (the job's), running for at least
-    `min_run_s` since their last (re)start (a quantum, so that a job is not stopped again
-    right after it started); of the job's own tenant only if `own_tenant`."""
+    higher priority in a higher LAS queue than `level` (the job's: 0 once it is promoted);
+    of the job's own tenant only if `own_tenant`."""
 
     thresholds: tuple[float, ...]
     level: int
-    min_run_s: float
     own_tenant: bool
 
     def __init__(
-        self,
-        thresholds: tuple[float, ...],
-        level: int,
-        min_run_s: float = 0.0,
-        own_tenant: bool = True,
+        self, thresholds: tuple[float, ...], level: int, own_tenant: bool = True
     ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
         object.__setattr__(self, "thresholds", thresholds)
         object.__setattr__(self, "level", level)
-        object.__setattr__(self, "min_run_s", min_run_s)
         object.__setattr__(self, "own_tenant", own_tenant)
 
 
 def demotion(
     job: JobDemand,
     thresholds: Sequence[float],
-    min_run_s: float = 0.0,
     own_tenant: bool = True,
+    promoted: bool = False,
 ) -> Demotion:
-    return Demotion(
-        tuple(thresholds), las_level(thresholds, job.attained_gpu_s), min_run_s, own_tenant
-    )
+    """`promoted`: the job waited past its wait limit and demotes as a job of the first
+    queue, whatever service it received (Tiresias' promotion)."""
+    level = 0 if promoted else las_level(thresholds, job.attained_gpu_s)
+    return Demotion(tuple(thresholds), level, own_tenant)
 
 
 def candidates(
@@ -77,13 +71,14 @@ def candidates(
     reclaim: bool,
     now: float,
     demote: Demotion | None = None,
-    most_served_first: bool = False,
     stopping: Collection[str] = (),
     book: QuotaBook | None = None,
 ) -> list[RunningJob]:
-    """Jobs (`VictimTable` rows) that may be stopped for `job`, cheapest loss first: already
-    terminating, lowest priority, least progress, newest (with `most_served_first`, the
-    highest LAS queue first among jobs of one priority). Candidates: with `reclaim`,
+    """Jobs (`VictimTable` rows) that may be stopped for `job`, in the victims' order:
+    already terminating, lowest priority; then, when `job` may demote, the highest LAS queue
+    (the most served) first and the newest there (latest start: the least work of this
+    attempt to lose), as Tiresias stops them; for reclaim alone, the least progress of this
+    attempt (GPUs × seconds run), newest. Candidates: with `reclaim`,
     opportunistic or terminating jobs of other tenants; with the tenant's priority
     preemption, its lower-priority jobs; with `demote`, jobs it may demote (`Demotion`) that
     are of its tenant or opportunistic. Jobs in `stopping` (preempted earlier in the cycle)
@@ -98,7 +93,7 @@ def candidates(
     borrowers: dict[str, bool] = {}  # tenant → borrows anything now, for this call
     for given in rows:
         row = given
-        r, tenant, prio, opportunistic, terminating, started, _, _ = row
+        r, tenant, prio, opportunistic, terminating, _, _, _ = row
         if stopping and not terminating and r.job_id in stopping:
             row = (r, tenant, prio, opportunistic, True, *given[5:])
             terminating = True
@@ -123,15 +118,12 @@ def candidates(
             ok = same_tenant and prio < p
             may_demote = demote is not None and demote.own_tenant
         if not ok and may_demote and demote is not None and prio <= p:
-            ok = (
-                now - started >= demote.min_run_s
-                and _level(row, demote.thresholds, now) > demote.level
-            )
+            ok = _level(row, demote.thresholds, now) > demote.level
         if ok:
             chosen.append(row)
-    if most_served_first and demote is not None:
+    if demote is not None:
         th = demote.thresholds
-        chosen.sort(key=lambda row: (not row[4], row[2], -_level(row, th, now), *_loss(row, now)))
+        chosen.sort(key=lambda row: (not row[4], row[2], -_level(row, th, now), -row[5]))
     else:
         chosen.sort(key=lambda row: (not row[4], row[2], *_loss(row, now)))
     return [row[0] for row in chosen]

@@ -1,8 +1,11 @@
-"""The work of one multi-tenant cycle: cursors over tenant queues, admissions, preemptions,
-reservations for aged jobs, and the reasons of the jobs that wait. See `multitenant.py`."""
+"""The work of one multi-tenant cycle: cursors over tenant queues, admissions, preemptions
+(reclaim and LAS demotion, by heads and by backfill candidates), and the reasons of the jobs
+that wait. See `multitenant.py`."""
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -26,30 +29,30 @@ ALL_WAKE = frozenset({CPU, MEMORY})
 
 @dataclass(frozen=True, slots=True, init=False)
 class Blocked:
-    """A head that cannot start now; `parkable` when only a release in `wake_on` can help;
-    `holds`: the GPU flavors it holds (an aged head: nobody else starts on them);
-    `settled`: a later cycle on the same queue and running jobs blocks it the same way (not
+    """A head that cannot start now; `parkable` when only a release in `wake_on`, or the
+    time `wake_at` (a running job it could demote then crosses into a higher LAS queue), can
+    help; `settled`: a later cycle on the same queue and running jobs blocks it the same way (not
     so for a head waiting for its victims to stop: time changes who else may be stopped)."""
 
     reason: PendingReason
     parkable: bool
     wake_on: frozenset[str]
-    holds: frozenset[str]
     settled: bool
+    wake_at: float
 
     def __init__(
         self,
         reason: PendingReason,
         parkable: bool = False,
         wake_on: frozenset[str] = frozenset(),
-        holds: frozenset[str] = frozenset(),
         settled: bool = True,
+        wake_at: float = math.inf,
     ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
         object.__setattr__(self, "reason", reason)
         object.__setattr__(self, "parkable", parkable)
         object.__setattr__(self, "wake_on", wake_on)
-        object.__setattr__(self, "holds", holds)
         object.__setattr__(self, "settled", settled)
+        object.__setattr__(self, "wake_at", wake_at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,13 +95,13 @@ class Round:
         self.admitted: list[JobPlacement] = []
         self.admissions: list[Admission] = []
         self.preemptions: list[Preemption] = []
-        self.reserved: dict[str, JobDemand] = {}  # flavor → aged job it is held for
         self.users = UserLimits(view.tenants, view.running)
         self.set_aside = 0
         self._deadlines: list[Deadline] | None = None
         self._pool: list[Row] | None = None
         self.stopping: set[str] = set()  # jobs preempted in this cycle
-        self._held_for: dict[str, Blocked] = {}  # aged job → why others wait behind its hold
+        self.wake_at = math.inf  # a demotion that failed now might succeed from then on
+        self._crossing: float | None = None
 
     # ---- heads -------------------------------------------------------------------------
 
@@ -130,13 +133,14 @@ class Round:
 
     def next_head(self, tenant: str) -> bool:
         """After the tenant's head was tried: its next job, or, once a head is blocked, the
-        next job that may backfill behind it (`tenant_backfill`); False when none is, or
-        when no node has the GPUs free that the narrowest of its queued jobs needs (the
-        jobs not looked at then wait behind the head, as those past the window do)."""
+        next job that may backfill behind it (`tenant_backfill`, promoted head or not);
+        False when none is, or when no node has the GPUs free that the narrowest of its
+        queued jobs needs (the jobs not looked at then wait behind the head, as those past
+        the window do)."""
         if tenant not in self.first_blocked:
             return self.advance(tenant)
-        at, head_id = self.first_blocked[tenant]
-        if not self.config.tenant_backfill or self.aged(self.jobs[head_id]):
+        at = self.first_blocked[tenant][0]
+        if not self.config.tenant_backfill:
             return False
         if self._narrowest(tenant) > self.state.snapshot.largest_hole():
             return False
@@ -194,13 +198,13 @@ class Round:
         """Heads that fit their tenant's guarantee before heads that would borrow (as Kueue
         orders its entries), so a lender's job is admitted before a borrower can take its
         quota again; then, with `least_served_first`, the head's LAS queue (Tiresias: capacity
-        goes to the least-served job first, whichever its tenant); then weighted dominant
-        share, priority, age."""
+        goes to the least-served job first, whichever its tenant; a promoted head counts as
+        the first queue); then weighted dominant share, priority, age."""
         head = self.head(tenant)
         borrows = not any(self._within(head, f) for f in self._candidate_flavors(head))
         served = (
             las_level(self.config.las_thresholds_gpu_s, head.attained_gpu_s)
-            if self.config.least_served_first
+            if self.config.least_served_first and not self.aged(head)
             else 0
         )
         share = self.state.book.share_key(tenant)
@@ -226,13 +230,12 @@ class Round:
 
     def try_admit(self, tenant: str, head: JobDemand) -> JobPlacement | Blocked:
         """Start `head` if quota and placement allow; else reclaim or wait. A backfill
-        candidate (behind a blocked head) only starts if it fits now: no reclaim, no hold."""
-        flavors = [f for f in self._flavors(head) if self._open(f, head)]
-        if not flavors:
-            return self.block(tenant, self._reserved_reason(head))
+        candidate (behind a blocked head) starts if it fits now, or makes room by demoting
+        jobs it may demote (as Tiresias lets any job of a lower LAS queue do); it never
+        blocks its tenant."""
         refusals: list[tuple[str | None, QuotaVerdict]] = []
         physical: list[tuple[str | None, QuotaVerdict]] = []
-        for flavor in flavors:
+        for flavor in self._flavors(head):
             verdict = self.state.book.verdict_normalised(
                 tenant, self.usage(head, flavor), self.state.free
             )
@@ -245,6 +248,12 @@ class Round:
                 return placement
             physical.append((flavor, verdict))
         if self.backfilling(tenant):
+            if self._demotes(head):
+                made_room = self._reclaim(head, physical)
+                if made_room is not None:
+                    self.reasons[head.job_id] = made_room.reason
+                    return made_room
+                self.wake_at = min(self.wake_at, self.next_crossing())
             reason = self._misfit(head, refusals, physical)
             self.misfits[(tenant, self.facts(head).shape)] = reason
             self.reasons[head.job_id] = reason
@@ -260,32 +269,6 @@ class Round:
         self.reasons[head_id] = blocked.reason
         return blocked
 
-    def hold(self, job: JobDemand, flavors: frozenset[str]) -> None:
-        """Hold `flavors` for the aged `job` in this cycle (first holder wins)."""
-        for f in sorted(flavors):
-            self.reserved.setdefault(f, job)
-
-    def _open(self, flavor: str | None, job: JobDemand) -> bool:
-        holder = self.reserved.get(flavor) if flavor else None
-        return holder is None or holder.job_id == job.job_id
-
-    def _reserved_reason(self, job: JobDemand) -> Blocked:
-        holder = next(self.reserved[f] for f in self._flavors(job) if f in self.reserved)
-        known = self._held_for.get(holder.job_id)
-        if known is None:
-            known = self._held_for[holder.job_id] = self._held_reason(holder)
-        return known
-
-    def _held_reason(self, holder: JobDemand) -> Blocked:
-        hours = self.config.aging_s / 3600
-        return Blocked(
-            PendingReason(
-                PendingCode.BEHIND,
-                f"the GPUs it can use are held for job {holder.job_id} of tenant "
-                f"{holder.tenant}, queued for over {hours:g} h",
-            )
-        )
-
     def _admit(self, job: JobDemand, placement: JobPlacement, verdict: QuotaVerdict) -> None:
         self.state.charge(job.job_id, job.tenant, placement.tasks)
         self.users.admitted(job)
@@ -298,7 +281,7 @@ class Round:
         self, head: JobDemand, physical: list[tuple[str | None, QuotaVerdict]]
     ) -> Blocked | None:
         own = self.view.tenants.get(head.tenant)
-        demotable = self.facts(head).demote
+        demotable = self._demotion_now(head)
         for flavor, verdict in physical:
             reclaim = self.state.book.enabled and not verdict.opportunistic
             if not (reclaim or demotable or (own is not None and own.priority_preemption)):
@@ -312,7 +295,6 @@ class Round:
                     reclaim,
                     self.view.now,
                     demotable,
-                    self.config.demote_most_served_first,
                     self.stopping,
                     self.state.book,
                 )
@@ -335,9 +317,39 @@ class Round:
         if not c.tenant_preemption:
             return None
         own = self._las_demotes(head.tenant)
-        demote = demotion(head, c.las_thresholds_gpu_s, c.demotion_min_run_s, own)
+        demote = demotion(head, c.las_thresholds_gpu_s, own)
         # a head in the last LAS queue demotes nobody: no job is in a higher one
         return demote if demote.level < len(demote.thresholds) else None
+
+    def _demotion_now(self, head: JobDemand) -> Demotion | None:
+        """Whom `head` may demote now: by its LAS queue, or, once promoted (waited past its
+        `wait_limit`), as a job of the first queue (Tiresias' promotion)."""
+        known = self.facts(head).demote
+        c = self.config
+        if not c.tenant_preemption or (known is not None and not known.level):
+            return known
+        if not self.aged(head):
+            return known
+        return demotion(head, c.las_thresholds_gpu_s, self._las_demotes(head.tenant), True)
+
+    def _demotes(self, job: JobDemand) -> bool:
+        return self._demotion_now(job) is not None
+
+    def next_crossing(self) -> float:
+        """The first time after now that a running job a head may demote moves into a higher
+        LAS queue (inf: none will): until then, a demotion that failed fails again (worked
+        out once per cycle, over every job of the victim table: a lower bound for any head)."""
+        if self._crossing is None:
+            th, now, first = self.config.las_thresholds_gpu_s, self.view.now, math.inf
+            for row in self._preemptible():
+                gpus, started, attained = row[6], row[5], row[7]
+                if row[4] or not gpus:
+                    continue
+                i = bisect.bisect_right(th, attained + gpus * max(0.0, now - started))
+                if i < len(th):
+                    first = min(first, started + (th[i] - attained) / gpus)
+            self._crossing = first
+        return self._crossing
 
     def _preemptible(self) -> list[Row]:
         """Running jobs that some head might preempt: borrowers, stopping jobs, and every job
@@ -434,14 +446,14 @@ class Round:
             return Blocked(reason, parkable=True, wake_on=wake)
         flavor = physical[0][0]
         flavors = frozenset(f for f, _ in physical if f)
-        holds = flavors if self.config.aged_holds and self.aged(head) else frozenset()
-        self.hold(head, holds)
         reason = capacity_reason(self.state, head, flavor, self.config.explain)
         if self.config.explain:
             reason = self._with_estimate(reason, head, flavor)
         gpus_short = flavor is not None and self.state.free(flavor) < head.total.gpus
         wake = flavors | (frozenset() if gpus_short else ALL_WAKE)
-        return Blocked(reason, parkable=True, wake_on=wake, holds=holds)
+        wake_at = self.next_crossing() if self._demotes(head) else math.inf
+        self.wake_at = min(self.wake_at, wake_at)
+        return Blocked(reason, parkable=True, wake_on=wake, wake_at=wake_at)
 
     def _misfit(
         self,

@@ -119,25 +119,22 @@ class Preemption:
 class SchedulerConfig:
     """Policy knobs that are not per tenant.
 
-    `aging_s`: a job queued longer than this goes to the front of its tenant's queue (and
-    nothing of its tenant passes it). With `aged_holds`, if it still cannot start, the GPU
-    flavors it can use are held for it (no new job of another tenant starts on them) until
-    it does; off by default: on Philly B such holds idle whole flavors while capacity
-    accumulates, average JCT 4.65 → 6.18 h (docs/scheduler.md, Aging).
+    `aging_s`, `aging_per_run_s`: starvation protection by promotion (Tiresias). A queued
+    job whose wait reaches max(`aging_s`, `aging_per_run_s` × the seconds it ran in earlier
+    attempts) is promoted: it goes to the front of its tenant's queue and demotes as a job
+    of the first LAS queue; nothing of its tenant is held back behind it (backfill goes on).
     `las_thresholds_gpu_s`: attained GPU-seconds that separate the LAS queues (Tiresias).
     `eta_max_releases`: how many running jobs the start estimate may release, at most.
-    `tenant_backfill`: when a tenant's head cannot start and is not aged, later jobs of that
-    tenant that fit now (without preempting anything) may start; `backfill_window` bounds how
-    many jobs behind the head a cycle examines. Once the head is aged, nothing of its tenant
-    passes it.
-    `tenant_preemption`: a head may preempt (Tiresias' demotion) opportunistic jobs of other
+    `tenant_backfill`: when a tenant's head cannot start, later jobs of that tenant may
+    start if they fit now or can make room by demotion; `backfill_window` bounds how many
+    jobs behind the head a cycle examines.
+    `tenant_preemption`: a job may preempt (Tiresias' demotion) opportunistic jobs of other
     tenants in a higher LAS queue (more attained GPU service) than itself, and in tenants
     with the `las` queue policy also such jobs of its own tenant, guaranteed ones included;
-    never a guaranteed job of another tenant. `demotion_min_run_s`: only jobs that ran that
-    long since their last (re)start are demoted. `aging_per_run_s`: a job that ran before
-    ages after max(`aging_s`, this × seconds it ran). `demote_most_served_first`: demotion
-    victims by highest LAS queue first (else least progress first). Both flags are on and
-    the three knobs off by default, as measured on Philly B (docs/scheduler.md).
+    never a guaranteed job of another tenant. Victims: the highest LAS queue first, the
+    newest there.
+    The defaults are those measured best on Philly configurations B and C over five seeds
+    (docs/scheduler.md, "The default policy").
     `least_served_first`: tenants' heads are ordered by their LAS queue (attained GPU
     service) before weighted dominant share, within each class (heads within their
     guarantee, then borrowers): idle capacity goes to the least-served job first.
@@ -149,16 +146,13 @@ class SchedulerConfig:
     anything; the simulator, which reads neither, turns it off (docs/sim.md, Fast replays).
     """
 
-    aging_s: float = 3600.0
-    las_thresholds_gpu_s: tuple[float, ...] = (3600.0, 36_000.0)
+    aging_s: float = 48 * 3600.0
+    aging_per_run_s: float = 4.0
+    las_thresholds_gpu_s: tuple[float, ...] = (14_400.0, 144_000.0)
     eta_max_releases: int = 256
     policy: str = "default"
     tenant_backfill: bool = True
     backfill_window: int = 256
     tenant_preemption: bool = True
-    demotion_min_run_s: float = 0.0
-    aging_per_run_s: float = 0.0
-    demote_most_served_first: bool = False
     least_served_first: bool = True
-    aged_holds: bool = False
     explain: bool = True

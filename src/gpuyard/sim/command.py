@@ -130,7 +130,6 @@ def sim_config(
     tenant_backfill: bool = True,
     tenant_preemption: bool = True,
     least_served_first: bool = True,
-    aged_holds: bool = False,
     jitter_s: float = 0.0,
 ) -> SimConfig:
     return SimConfig(
@@ -142,7 +141,6 @@ def sim_config(
         tenant_backfill=tenant_backfill,
         tenant_preemption=tenant_preemption,
         least_served_first=least_served_first,
-        aged_holds=aged_holds,
         jitter_s=jitter_s,
     )
 

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from gpuyard.model import JobPlacement, ManualClock, QueuePolicy, RunningJob
+from gpuyard.model import JobPlacement, ManualClock, QueuePolicy, RunningJob, Tenant
 from gpuyard.model.value import Value
 from gpuyard.scheduler import (
     Admission,
@@ -56,13 +56,12 @@ class SimConfig(Value):  # Value: it pickles compiled too (`--seeds` sends it to
     checkpoint_s: float = 1800.0  # 0: a job checkpoints when told to stop, nothing is lost
     grace_s: int = 30
     seed: int = 0
-    tenant_queue: QueuePolicy = QueuePolicy.FIFO  # the tenants' queue policy (default)
-    aging_s: float = 3600.0
+    tenant_queue: QueuePolicy = Tenant("").queue_policy  # the tenants' queue (`default`)
+    aging_s: float = SchedulerConfig().aging_s
     # SchedulerConfig flags of `default` (scheduler/view.py), on by default as there
     tenant_backfill: bool = SchedulerConfig().tenant_backfill
     tenant_preemption: bool = SchedulerConfig().tenant_preemption
     least_served_first: bool = SchedulerConfig().least_served_first
-    aged_holds: bool = SchedulerConfig().aged_holds
     # skip periodic cycles the policy says cannot decide anything (exact: a cycle that
     # decides nothing leaves the scheduler's snapshot as it found it; docs/sim.md)
     skip_quiet: bool = True
@@ -359,7 +358,6 @@ def scheduler_config(c: SimConfig) -> SchedulerConfig:
         tenant_backfill=c.tenant_backfill,
         tenant_preemption=c.tenant_preemption,
         least_served_first=c.least_served_first,
-        aged_holds=c.aged_holds,
         explain=False,  # nobody reads a replay's pending messages; decisions are the same
     )
 

@@ -32,7 +32,7 @@ TenantBody = Annotated[
                 "name": "vision",
                 "quotas": [{"flavor": "A100-80GB", "guaranteed": 8, "borrowingLimit": 8}],
                 "weight": 1.0,
-                "queuePolicy": "fifo",
+                "queuePolicy": "las",
                 "storageRoots": ["/mnt/nfs/vision"],
             }
         ]
