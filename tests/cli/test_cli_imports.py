@@ -31,6 +31,11 @@ ANSWERS: dict[tuple[str, str], tuple[int, Any]] = {
     ("POST", "/api/v1/jobs"): (201, {"id": "j-7f3a", "name": "mnist-train", "state": "QUEUED"}),
     ("GET", "/api/v1/jobs/j-7f3a"): (200, job("SUCCEEDED", reason="Completed")),
     ("POST", "/api/v1/jobs/j-7f3a/cancel"): (200, {"id": "j-7f3a", "state": "STOPPED"}),
+    ("POST", "/api/v1/jobs/cancel"): (200, {"matched": 1, "cancelled": ["j-7f3a"],
+                                            "refused": [], "dryRun": False, "more": False}),
+    ("POST", "/api/v1/jobs/j-7f3a/resubmit"): (201, {"id": "j-8", "name": "x", "state": "QUEUED"}),
+    ("POST", "/api/v1/jobs/j-7f3a/hold"): (200, job("QUEUED", heldBy="admin")),
+    ("POST", "/api/v1/jobs/j-7f3a/priority"): (200, job("QUEUED")),
     ("GET", "/api/v1/nodes"): (200, {"nodes": []}),
     ("GET", "/api/v1/queue"): (200, {"cluster": [], "tenants": []}),
     ("GET", "/api/v1/whoami"): (200, {"name": "admin", "role": "platform-admin", "admin": True,
@@ -107,6 +112,7 @@ def spec(tmp_path: Path) -> str:
 
 @pytest.mark.parametrize(("args", "more_allowed"), [
     (["jobs"], ()), (["jobs", "-o", "json"], ()), (["jobs", "--tenant", "vision"], ()),
+    (["jobs", "--user", "a", "--name", "t*", "--since", "2h", "--cursor", "c2VxOjE"], ()),
     (["submit", "SPEC"], ()), (["submit", "SPEC", "--tenant", "vision"], ("yaml",)),
 ])
 def test_fast_commands_import_only_the_standard_library(
@@ -122,6 +128,8 @@ def test_fast_commands_import_only_the_standard_library(
 
 @pytest.mark.parametrize("args", [
     ["show", "j-7f3a"], ["cancel", "j-7f3a"], ["nodes"], ["queue"], ["whoami"],
+    ["cancel", "--name", "t*", "--yes"], ["resubmit", "j-7f3a", "--set", "a=1"],
+    ["hold", "j-7f3a"], ["priority", "j-7f3a", "-3"],
     ["submit", "SPEC", "--wait"], ["--help"], ["admin", "--help"], ["jobs", "--help"],
 ])
 def test_client_commands_import_no_server_scheduler_or_simulator_code(

@@ -84,15 +84,27 @@ def api_error(status: int, reason: str, body: bytes) -> ApiError:
 
 
 def jobs_query(
-    states: list[str] | None, tenant: str | None, limit: int | None
+    states: list[str] | None,
+    tenant: str | None,
+    limit: int | None,
+    filters: dict[str, str | None] | None = None,
 ) -> list[tuple[str, str]]:
-    """Query parameters of GET /api/v1/jobs: `state` repeated, `tenant`, `limit`; unset left out."""
+    """Query parameters of GET /api/v1/jobs: `state` repeated, `tenant`, `limit`, and the
+    other `filters` by name (`user`, `name`, `since`, `cursor`); unset ones left out."""
     query: list[tuple[str, str]] = [("state", s) for s in states or []]
     if tenant is not None:
         query.append(("tenant", tenant))
     if limit is not None:
         query.append(("limit", str(limit)))
+    query += [(k, v) for k, v in (filters or {}).items() if v is not None]
     return query
+
+
+def more_jobs_hint(next_cursor: object) -> str | None:
+    """What to run for the next page of `gpuyard jobs` (None on the last page)."""
+    if not next_cursor:
+        return None
+    return f"more jobs: add --cursor {next_cursor} (same filters) for the next page"
 
 
 # -- the saved login -------------------------------------------------------------------

@@ -96,9 +96,12 @@ class ApiClient:
         states: list[str] | None = None,
         tenant: str | None = None,
         limit: int | None = None,
+        filters: dict[str, str | None] | None = None,
     ) -> dict[str, Any]:
-        """GET /api/v1/jobs → `{"jobs": [JobSummary]}`, newest first."""
-        return self._json("GET", f"{API}/jobs", params=jobs_query(states, tenant, limit))
+        """GET /api/v1/jobs → `{"jobs": [JobSummary], "nextCursor"}`, newest first;
+        `filters`: `user`, `name`, `since`, `cursor`."""
+        query = jobs_query(states, tenant, limit, filters)
+        return self._json("GET", f"{API}/jobs", params=query)
 
     def get_job(self, job_id: str) -> dict[str, Any]:
         """GET /api/v1/jobs/{id} → JobDetail."""
@@ -107,6 +110,20 @@ class ApiClient:
     def cancel_job(self, job_id: str) -> dict[str, Any]:
         """POST /api/v1/jobs/{id}/cancel → `{"id", "state"}`; 409 if it already ended."""
         return self._json("POST", f"{API}/jobs/{job_id}/cancel")
+
+    def cancel_jobs(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST /api/v1/jobs/cancel with filters (and `dryRun`) → cancelled and refused."""
+        return self._json("POST", f"{API}/jobs/cancel", json=body)
+
+    def resubmit_job(self, job_id: str, sets: dict[str, Any]) -> dict[str, Any]:
+        """POST /api/v1/jobs/{id}/resubmit with `{"set": {path: value}}` → the new job."""
+        return self._json("POST", f"{API}/jobs/{job_id}/resubmit", json={"set": sets})
+
+    def job_action(
+        self, job_id: str, action: str, body: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """POST /api/v1/jobs/{id}/{hold|release|priority} → the JobSummary."""
+        return self._json("POST", f"{API}/jobs/{job_id}/{action}", json=body)
 
     def job_events(self, job_id: str) -> dict[str, Any]:
         """GET /api/v1/jobs/{id}/events → `{"events": [Event]}`, oldest first."""

@@ -1,12 +1,13 @@
 """`gpuyard jobs` on the fast path (`gpuyard.cli.fast`): the same options as the full
-command's (`--state` repeatable, `--tenant`, `--limit`, `-o table|json`), a plain table."""
+command's (`--state` repeatable, `--tenant`, `--user`, `--name GLOB`, `--since`, `--limit`,
+`--cursor`, `-o table|json`), a plain table; the next page's cursor said on stderr."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from gpuyard.cli.basics import EXIT_OK, check_states, print_json
+from gpuyard.cli.basics import EXIT_OK, check_states, more_jobs_hint, print_json
 from gpuyard.cli.fast import command_parser, run, wants_color
 from gpuyard.cli.plainhttp import PlainClient
 from gpuyard.cli.plaintable import jobs_table
@@ -26,11 +27,14 @@ def positive(value: str) -> int:
 
 
 def jobs(client: PlainClient, args: argparse.Namespace) -> int:
-    data = client.list_jobs(states=args.state, tenant=args.tenant, limit=args.limit)
+    filters = {k: getattr(args, k) for k in ("user", "name", "since", "cursor")}
+    data = client.list_jobs(args.state, args.tenant, args.limit, filters)
     if args.output == "json":
         print_json(data)
-    else:
-        sys.stdout.write(jobs_table(data.get("jobs") or [], color=wants_color(sys.stdout)))
+        return EXIT_OK
+    sys.stdout.write(jobs_table(data.get("jobs") or [], color=wants_color(sys.stdout)))
+    if hint := more_jobs_hint(data.get("nextCursor")):
+        sys.stderr.write(hint + "\n")
     return EXIT_OK
 
 
@@ -38,6 +42,10 @@ def main(argv: list[str]) -> int:
     top, command = command_parser("jobs")
     command.add_argument("--state", action="append", type=state_name)
     command.add_argument("--tenant")
+    command.add_argument("--user")
+    command.add_argument("--name")
+    command.add_argument("--since")
+    command.add_argument("--cursor")
     command.add_argument("--limit", type=positive)
     command.add_argument("--output", "-o", choices=("table", "json"), default="table")
     return run(argv, top, jobs)

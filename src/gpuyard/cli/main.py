@@ -1,5 +1,6 @@
-"""The `gpuyard` commands: submit, jobs, show, logs, cancel, nodes, queue; login and whoami
-(`gpuyard.cli.login`); the `admin` group (`gpuyard.cli.admin`).
+"""The `gpuyard` commands: submit, jobs, show, logs, nodes, queue; cancel, resubmit, hold,
+release and priority (`gpuyard.cli.control`); login and whoami (`gpuyard.cli.login`); the
+`admin` group (`gpuyard.cli.admin`).
 
 The app talks to the server over HTTP only (`ApiClient`). The server URL comes from
 `--url`, `GPUYARD_URL` or the saved login; the token from `GPUYARD_TOKEN` or the saved login
@@ -29,12 +30,12 @@ from gpuyard.cli.basics import (
     EXIT_OK,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
-    HTTP_CONFLICT,
     HTTP_FORBIDDEN,
     HTTP_INVALID,
     check_states,
     error_message,
     load_config,
+    more_jobs_hint,
     normalize_url,
     print_json,
     resolve_login,
@@ -42,6 +43,7 @@ from gpuyard.cli.basics import (
     unreachable_message,
 )
 from gpuyard.cli.client import ApiError
+from gpuyard.cli.control import COMMANDS, priority
 from gpuyard.cli.follow import JobWatcher
 from gpuyard.cli.login import login, whoami
 from gpuyard.cli.render import (
@@ -205,17 +207,30 @@ def jobs(
         ),
     ] = None,
     tenant: Annotated[str | None, typer.Option("--tenant", help="Only this tenant's jobs.")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="Only this owner's jobs.")] = None,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Only names matching a glob (* ?, any case).")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Submitted since: 2h, 7d or an ISO time.")
+    ] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N jobs.")] = None,
+    cursor: Annotated[
+        str | None, typer.Option("--cursor", help="The next page (said below the last one).")
+    ] = None,
     output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
 ) -> None:
-    """List jobs, newest first."""
+    """List jobs, newest first, a page at a time."""
     session = session_of(ctx)
+    filters = {"user": user, "name": name, "since": since, "cursor": cursor}
     with api_errors(session):
-        data = session.client.list_jobs(states=state, tenant=tenant, limit=limit)
+        data = session.client.list_jobs(state, tenant, limit, filters)
     if output is Output.json:
         print_json(data)
-    else:
-        render_jobs(session.out, data.get("jobs") or [])
+        return
+    render_jobs(session.out, data.get("jobs") or [])
+    if hint := more_jobs_hint(data.get("nextCursor")):
+        session.err.print(Text(hint))
 
 
 @app.command()
@@ -271,25 +286,6 @@ def logs(
 
 
 @app.command()
-def cancel(
-    ctx: typer.Context,
-    job_id: Annotated[str, typer.Argument(help="Job id.")],
-) -> None:
-    """Cancel a job (it ends as STOPPED)."""
-    session = session_of(ctx)
-    with api_errors(session, job_id):
-        try:
-            result = session.client.cancel_job(job_id)
-        except ApiError as exc:
-            if exc.status != HTTP_CONFLICT:
-                raise
-            fail(session, f"job {job_id} already ended; nothing to cancel")
-    session.out.print(
-        Text.assemble(f"cancelling job {job_id}: state ", (str(result.get("state")), "bold"))
-    )
-
-
-@app.command()
 def nodes(
     ctx: typer.Context,
     output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
@@ -317,3 +313,10 @@ def queue(
         print_json(data)
     else:
         render_queue(session.out, data)
+
+
+# after submit: cancel (one or many), resubmit, hold, release, priority (gpuyard.cli.control)
+for _name, _command in COMMANDS.items():
+    app.command(_name)(_command)
+# `gpuyard priority JOB -5`: a negative N is the number, not an unknown option
+app.command(context_settings={"ignore_unknown_options": True})(priority)

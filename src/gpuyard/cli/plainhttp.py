@@ -49,10 +49,16 @@ class PlainClient:
         return self.call("POST", "/api/v1/jobs", body=spec, content_type=content_type)
 
     def list_jobs(
-        self, states: list[str] | None = None, tenant: str | None = None, limit: int | None = None
+        self,
+        states: list[str] | None = None,
+        tenant: str | None = None,
+        limit: int | None = None,
+        filters: dict[str, str | None] | None = None,
     ) -> dict[str, object]:
-        """GET /api/v1/jobs → `{"jobs": [JobSummary]}`, newest first."""
-        return self.call("GET", "/api/v1/jobs", query=jobs_query(states, tenant, limit))
+        """GET /api/v1/jobs → `{"jobs": [JobSummary], "nextCursor"}`, newest first;
+        `filters`: `user`, `name`, `since`, `cursor`."""
+        query = jobs_query(states, tenant, limit, filters)
+        return self.call("GET", "/api/v1/jobs", query=query)
 
     def call(
         self,
