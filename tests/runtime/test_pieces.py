@@ -10,6 +10,7 @@ import pytest
 from gpuyard.model import GpuDevice, TaskReason
 from gpuyard.runtime.env import build_env
 from gpuyard.runtime.exits import (
+    LOG_LINES,
     exit_reason,
     launch_failure_reason,
     runtime_errors,
@@ -161,6 +162,15 @@ def test_tail_lines_is_bounded(tmp_path: Path) -> None:
     assert tail_lines(log, 5, max_bytes=30).split("\n")[0] == "line 9997"  # whole lines only
     assert tail_lines(tmp_path / "missing") == ""
     assert with_log("failed", log).startswith("failed\n--- last lines of the log ---\nline")
+
+
+def test_log_lines_always_follow_the_marker(tmp_path: Path) -> None:
+    """The API cuts a message at `LOG_LINES` for who may not read the logs: a message that is
+    only log lines starts with it too, and one without log lines has none."""
+    log = tmp_path / "log"
+    log.write_text("HF_TOKEN=x\nboom\n")
+    assert with_log("", log) == f"{LOG_LINES}\nHF_TOKEN=x\nboom"
+    assert with_log("notes", tmp_path / "missing") == "notes"
 
 
 def test_keys_and_exit_files(tmp_path: Path) -> None:

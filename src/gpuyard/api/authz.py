@@ -22,6 +22,8 @@ cancel asks `job_actions` for each job it matches, exactly as a single cancel do
 
 Secrets: a spec's secret values (secret env values, OpenPAI commands that hold a secret) are
 shown to whoever may read the job's logs; everyone else who sees the job sees `<redacted>`.
+So are the log lines that end a failed task's message (and its job's, and their events'):
+everyone else gets the message cut before them (`api/schemas/jobs.py: shown_message`).
 
 Tenants: a platform admin creates and updates them; a member of any role may read their
 tenant; a tenant admin also manages its members. Users: a platform admin creates and lists

@@ -8,7 +8,8 @@ Reasons (model.TaskReason), first match wins:
 - `Error(exit N)` otherwise.
 A container that could not be created or started ends as `AgentError` with crun/runc's error,
 or `CommandNotFound` when that error says the executable is missing.
-Failure messages end with the last lines of the task's log.
+Failure messages end with the last lines of the task's log, always after the line `LOG_LINES`
+(also when nothing comes before it): the API cuts there for callers who may not read the logs.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from pathlib import Path
 from gpuyard.model import TaskReason
 
 TAIL_LINES = 20
+#: the line before a message's log lines: everything after it is the task's log
+LOG_LINES = "--- last lines of the log ---"
 TAIL_BYTES = 64 * 1024
 NOT_FOUND_RE = re.compile(
     r"executable file .*not found|exec: .*no such file or directory|executable file not found",
@@ -99,8 +102,8 @@ def launch_failure_reason(error: str) -> str:
 
 
 def with_log(message: str, log: Path) -> str:
-    """`message`, then the last lines of the log when there are any."""
+    """`message`, then `LOG_LINES` and the last lines of the log when there are any."""
     tail = tail_lines(log)
     if not tail:
         return message
-    return f"{message}\n--- last lines of the log ---\n{tail}" if message else tail
+    return f"{message}\n{LOG_LINES}\n{tail}" if message else f"{LOG_LINES}\n{tail}"

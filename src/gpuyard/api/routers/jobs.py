@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from gpuyard.api.auth import CallerDep
-from gpuyard.api.authz import JobAction, authorize_job, authorize_submit, visible_tenants
+from gpuyard.api.authz import JobAction, authorize_job, authorize_submit
 from gpuyard.api.deps import ControllerDep
 from gpuyard.api.schemas import (
     Cancelled,
@@ -18,7 +18,6 @@ from gpuyard.api.schemas import (
     JobSummary,
     Submitted,
     error_responses,
-    event_out,
 )
 from gpuyard.api.schemas.jobcontrol import (
     BulkCancelIn,
@@ -87,7 +86,7 @@ def list_jobs(
     """Jobs of the caller's tenants (every tenant for a platform admin), newest first, a
     page at a time: `nextCursor` (null on the last page) with the same filters gives the next."""
     filters = control.Filters(tuple(state or ()), tenant, user, name, since)
-    return control.list_jobs(ctl, visible_tenants(caller), filters, limit, cursor)
+    return control.list_jobs(ctl, caller, filters, limit, cursor)
 
 
 @router.post("/cancel", response_model=BulkCancelled)
@@ -142,14 +141,14 @@ def hold_job(job_id: str, ctl: ControllerDep, caller: CallerDep) -> JobSummary:
     """A queued job is not scheduled until released, and keeps its place (409 if not queued)."""
     job = svc.get_job(ctl, job_id)
     authorize_job(caller, job, JobAction.HOLD)
-    return control.hold(ctl, job, caller.name)
+    return control.hold(ctl, job, caller)
 
 
 @router.post("/{job_id}/release", response_model=JobSummary)
 def release_job(job_id: str, ctl: ControllerDep, caller: CallerDep) -> JobSummary:
     job = svc.get_job(ctl, job_id)
     authorize_job(caller, job, JobAction.HOLD)
-    return control.release(ctl, job, caller.name)
+    return control.release(ctl, job, caller)
 
 
 @router.post("/{job_id}/priority", response_model=JobSummary)
@@ -159,13 +158,14 @@ def set_priority(
     """A job's new priority, -1000 to 1000 (409 once it ended)."""
     job = svc.get_job(ctl, job_id)
     authorize_job(caller, job, JobAction.PRIORITY)
-    return control.set_priority(ctl, job, body.priority, caller.name)
+    return control.set_priority(ctl, job, body.priority, caller)
 
 
 @router.get("/{job_id}/events", response_model=EventList)
 def job_events(job_id: str, ctl: ControllerDep, caller: CallerDep) -> EventList:
-    authorize_job(caller, svc.get_job(ctl, job_id), JobAction.SEE)
-    return EventList(events=[event_out(e) for e in ctl.store.jobs.events(job_id)])
+    job = svc.get_job(ctl, job_id)
+    authorize_job(caller, job, JobAction.SEE)
+    return svc.events_for(ctl, caller, job)  # log lines only if the caller may read the logs
 
 
 @router.get("/{job_id}/logs", response_class=StreamingResponse, responses=error_responses(429))

@@ -287,7 +287,7 @@ async def logout(request: Request, session: SessionDep) -> Response:
 def _jobs(ctl: ControllerDep, session: Session, state: str, tenant: str) -> Any:
     states = ACTIVE if state == "active" else ([state] if state in STATES else [])
     visible = visible_tenants(session.user)
-    return job_svc.list_jobs(ctl, states, tenant or None, JOB_LIMIT, visible).jobs
+    return job_svc.list_jobs(ctl, states, tenant or None, JOB_LIMIT, visible, session.user).jobs
 
 
 @router.get("/jobs")

@@ -1,4 +1,10 @@
-"""Job response bodies (camelCase JSON), built from store records."""
+"""Job response bodies (camelCase JSON), built from store records.
+
+A failed task's message ends with the last lines of its log (after `LOG_LINES`), and so do the
+job's message and the events that carry it: each body takes `logs`, whether the caller may
+read the job's logs (`JobAction.LOGS`); without it the log lines are cut off and `LOG_HIDDEN`
+says so. The default is without: a body built without asking shows no log lines.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +12,13 @@ from typing import Any
 
 from gpuyard.api.schemas.common import Out, iso
 from gpuyard.model import GpuDevice, Node
+from gpuyard.runtime.exits import LOG_LINES
 from gpuyard.store import EventRecord, JobRecord, TaskRecord
 
 #: The quota book's keys that are not GPU flavors (`gpuyard.scheduler.quota`: CPU, MEMORY).
 NOT_GPUS = frozenset({"cpu", "memory"})
+#: what stands for a message's log lines to a caller who may not read the job's logs
+LOG_HIDDEN = "(log lines hidden: you may not read this job's logs)"
 
 
 class Submitted(Out):
@@ -122,7 +131,14 @@ def borrowed_gpus(j: JobRecord) -> list[Borrowed]:
     ]
 
 
-def job_summary(j: JobRecord) -> dict[str, Any]:
+def shown_message(message: str | None, logs: bool) -> str | None:
+    """`message` as the caller may see it: whole with `logs`, else cut before its log lines."""
+    if message is None or logs or LOG_LINES not in message:
+        return message
+    return message[: message.index(LOG_LINES)] + LOG_HIDDEN
+
+
+def job_summary(j: JobRecord, logs: bool = False) -> dict[str, Any]:
     return {
         "id": j.id,
         "name": j.name,
@@ -138,7 +154,7 @@ def job_summary(j: JobRecord) -> dict[str, Any]:
         "started_at": iso(j.started_at),
         "finished_at": iso(j.finished_at),
         "reason": j.reason,
-        "message": j.message,
+        "message": shown_message(j.message, logs),
         "pending_code": j.pending_code,
         "pending_reason": j.pending_reason,
         "pending_position": j.pending_position,
@@ -152,7 +168,7 @@ def job_summary(j: JobRecord) -> dict[str, Any]:
     }
 
 
-def task_out(t: TaskRecord, node: Node | None) -> TaskOut:
+def task_out(t: TaskRecord, node: Node | None, logs: bool = False) -> TaskOut:
     devices = {g.index: g for g in node.gpus} if node else {}
     gpus = [_gpu_ref(i, devices.get(i)) for i in t.gpus]
     return TaskOut(
@@ -165,7 +181,7 @@ def task_out(t: TaskRecord, node: Node | None) -> TaskOut:
         gpu_memory_mb=t.gpu_memory_mb,
         exit_code=t.exit_code,
         reason=t.reason,
-        message=t.message,
+        message=shown_message(t.message, logs),
         started_at=iso(t.started_at),
         finished_at=iso(t.finished_at),
     )
@@ -177,13 +193,13 @@ def _gpu_ref(index: int, g: GpuDevice | None) -> GpuRef:
     return GpuRef(index=index, uuid=g.uuid, type=g.type, fake=g.fake)
 
 
-def event_out(e: EventRecord) -> EventOut:
+def event_out(e: EventRecord, logs: bool = False) -> EventOut:
     return EventOut(
         time=iso(e.time),
         from_state=e.from_state,
         to_state=e.to_state,
         reason=e.reason,
-        message=e.message,
+        message=shown_message(e.message, logs),
         task=e.task,
         attempt=e.attempt,
     )

@@ -21,9 +21,10 @@ from gpuyard.api.authz import (
     JobAction,
     authorize_job,
     authorize_submit,
+    visible_tenants,
 )
 from gpuyard.api.errors import Conflict, InvalidInput
-from gpuyard.api.schemas import JobList, JobSummary, job_summary
+from gpuyard.api.schemas import JobList, JobSummary
 from gpuyard.api.schemas.jobcontrol import MAX_BULK, BulkCancelIn, BulkCancelled, Refusal
 from gpuyard.api.services import jobs as job_svc
 from gpuyard.controller import Controller
@@ -103,17 +104,18 @@ def job_filter(
 
 
 def list_jobs(
-    ctl: Controller, visible: frozenset[str] | None, f: Filters, limit: int, cursor: str | None
+    ctl: Controller, caller: UserRecord, f: Filters, limit: int, cursor: str | None
 ) -> JobList:
-    """A page of jobs newest first, and the cursor of the next page (None: it was the last)."""
-    found = job_filter(ctl, visible, f, "query")
+    """A page of the jobs `caller` may see, newest first (log lines only where they may read
+    the logs), and the cursor of the next page (None: it was the last)."""
+    found = job_filter(ctl, visible_tenants(caller), f, "query")
     if cursor is not None:
         found = replace(found, before_seq=decode_cursor(cursor))
     jobs = ctl.store.jobs.find(found, limit + 1)
     more = len(jobs) > limit
     jobs = jobs[:limit]
     return JobList(
-        jobs=[JobSummary(**job_summary(j)) for j in jobs],
+        jobs=[job_svc.summary_for(caller, j) for j in jobs],
         next_cursor=encode_cursor(jobs[-1].seq) if more and jobs else None,
     )
 
@@ -185,29 +187,29 @@ def _refusal(ctl: Controller, caller: UserRecord, job: JobRecord, dry_run: bool)
 # -- hold, release, priority -----------------------------------------------------------
 
 
-def hold(ctl: Controller, job: JobRecord, by: str) -> JobSummary:
+def hold(ctl: Controller, job: JobRecord, by: UserRecord) -> JobSummary:
     """Hold a queued job: it keeps its place and is not scheduled until released."""
     try:
-        held = ctl.store.jobs.hold(job.id, by, held_pending(replace(job, held_by=by)))
+        held = ctl.store.jobs.hold(job.id, by.name, held_pending(replace(job, held_by=by.name)))
     except JobNotQueued as e:
         raise Conflict(str(e)) from None
-    return JobSummary(**job_summary(held))
+    return job_svc.summary_for(by, held)
 
 
-def release(ctl: Controller, job: JobRecord, by: str) -> JobSummary:
+def release(ctl: Controller, job: JobRecord, by: UserRecord) -> JobSummary:
     try:
-        released = ctl.store.jobs.release(job.id, by)
+        released = ctl.store.jobs.release(job.id, by.name)
     except JobNotQueued as e:
         raise Conflict(str(e)) from None
     ctl.wake()
-    return JobSummary(**job_summary(released))
+    return job_svc.summary_for(by, released)
 
 
-def set_priority(ctl: Controller, job: JobRecord, priority: int, by: str) -> JobSummary:
+def set_priority(ctl: Controller, job: JobRecord, priority: int, by: UserRecord) -> JobSummary:
     """The job's new priority (the range is the spec's: -1000 to 1000; the body checks it)."""
-    changed = ctl.store.jobs.set_priority(job.id, priority, by)
+    changed = ctl.store.jobs.set_priority(job.id, priority, by.name)
     ctl.wake()
-    return JobSummary(**job_summary(changed))
+    return job_svc.summary_for(by, changed)
 
 
 # -- resubmit --------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """What the job endpoints do: submit, list, show, cancel, events, logs (routers stay thin).
 
-Authorisation is the routers' job (`gpuyard.api.authz`); these functions trust their caller.
+Authorisation is the routers' job (`gpuyard.api.authz`); these functions trust their caller,
+but show a failed task's log lines (the end of its message) only to whoever may read the job's
+logs (`may_read_logs`), exactly as its secret values.
 """
 
 from __future__ import annotations
@@ -11,8 +13,16 @@ from typing import Any
 
 import anyio
 
-from gpuyard.api.authz import can_read_secrets
-from gpuyard.api.schemas import JobDetail, JobList, JobSummary, event_out, job_summary, task_out
+from gpuyard.api.authz import JobAction, can_read_secrets, job_actions
+from gpuyard.api.schemas import (
+    EventList,
+    JobDetail,
+    JobList,
+    JobSummary,
+    event_out,
+    job_summary,
+    task_out,
+)
 from gpuyard.api.services.logstreams import Claim, LogStreams
 from gpuyard.api.services.storage import storage_errors
 from gpuyard.api.services.webhooks import webhook_errors
@@ -96,15 +106,34 @@ def list_jobs(
     tenant: str | None,
     limit: int,
     visible: frozenset[str] | None,
+    caller: UserRecord | None = None,
 ) -> JobList:
-    """Jobs newest first, only of the `visible` tenants (None: all)."""
+    """Jobs newest first, only of the `visible` tenants (None: all); their messages' log
+    lines only for jobs whose logs `caller` may read (none without a caller)."""
     tenants = (
         visible
         if tenant is None
         else (frozenset({tenant}) if visible is None or tenant in visible else frozenset())
     )
     jobs = ctl.store.jobs.list([s.upper() for s in states], tenants=tenants, limit=limit)
-    return JobList(jobs=[JobSummary(**job_summary(j)) for j in jobs])
+    return JobList(jobs=[summary_for(caller, j) for j in jobs])
+
+
+def may_read_logs(caller: UserRecord | None, job: JobRecord) -> bool:
+    """Whether `caller` may read `job`'s logs, and so the log lines that end its messages:
+    the logs endpoint's own rule (`JobAction.LOGS`)."""
+    return caller is not None and JobAction.LOGS in job_actions(caller, job)
+
+
+def summary_for(caller: UserRecord | None, job: JobRecord) -> JobSummary:
+    """The job's summary as `caller` may see it (log lines only if they may read the logs)."""
+    return JobSummary(**job_summary(job, may_read_logs(caller, job)))
+
+
+def events_for(ctl: Controller, caller: UserRecord, job: JobRecord) -> EventList:
+    """The job's events as `caller` may see them (log lines only if they may read the logs)."""
+    logs = may_read_logs(caller, job)
+    return EventList(events=[event_out(e, logs) for e in ctl.store.jobs.events(job.id)])
 
 
 def get_job(ctl: Controller, job_id: str) -> JobRecord:
@@ -115,12 +144,14 @@ def get_job(ctl: Controller, job_id: str) -> JobRecord:
 
 
 def job_detail(ctl: Controller, job_id: str, caller: UserRecord) -> JobDetail:
+    """The job as `caller` may see it: secrets and log lines only if they may read them."""
     job = get_job(ctl, job_id)
+    logs = may_read_logs(caller, job)
     nodes = {n.name: n for n in ctl.store.nodes.list()}
-    tasks = [task_out(t, nodes.get(t.node)) for t in ctl.store.jobs.tasks(job_id)]
-    events = [event_out(e) for e in ctl.store.jobs.events(job_id)]
+    tasks = [task_out(t, nodes.get(t.node), logs) for t in ctl.store.jobs.tasks(job_id)]
+    events = [event_out(e, logs) for e in ctl.store.jobs.events(job_id)]
     spec = visible_spec(job, caller)
-    return JobDetail(**job_summary(job), spec=spec, tasks=tasks, events=events)
+    return JobDetail(**job_summary(job, logs), spec=spec, tasks=tasks, events=events)
 
 
 def visible_spec(job: JobRecord, caller: UserRecord) -> dict[str, Any]:
