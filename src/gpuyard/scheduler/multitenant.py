@@ -144,6 +144,7 @@ class Scheduler:
         parked = self._parked.get(tenant)
         if parked and parked.head == head.job_id and parked.aged == rnd.aged(head):
             rnd.block(tenant, parked.outcome)
+            rnd.reinstate(parked.outcome)
             return False
         outcome = rnd.try_admit(tenant, head)
         if isinstance(outcome, JobPlacement):

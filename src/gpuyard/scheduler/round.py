@@ -20,6 +20,7 @@ from gpuyard.scheduler.pending import PendingReasons
 from gpuyard.scheduler.preempt import Demotion, candidates, demotion, find_victims, las_level
 from gpuyard.scheduler.quota import CPU, MEMORY, QuotaVerdict, Usage, job_usage
 from gpuyard.scheduler.reasons import PendingCode, PendingReason
+from gpuyard.scheduler.reservation import Reservation, delays, expected_end, reserve
 from gpuyard.scheduler.state import ClusterState
 from gpuyard.scheduler.victimtable import Row, VictimTable
 from gpuyard.scheduler.view import Admission, ClusterView, Preemption, SchedulerConfig
@@ -31,14 +32,17 @@ ALL_WAKE = frozenset({CPU, MEMORY})
 class Blocked:
     """A head that cannot start now; `parkable` when only a release in `wake_on`, or the
     time `wake_at` (a running job it could demote then crosses into a higher LAS queue), can
-    help; `settled`: a later cycle on the same queue and running jobs blocks it the same way (not
-    so for a head waiting for its victims to stop: time changes who else may be stopped)."""
+    help; `reservation`: the start time a promoted head reserved (EASY backfill, kept while
+    it is parked); `settled`: a later cycle on the same queue and running jobs blocks it the
+    same way (not so for a head waiting for its victims to stop: time changes who else may
+    be stopped)."""
 
     reason: PendingReason
     parkable: bool
     wake_on: frozenset[str]
     settled: bool
     wake_at: float
+    reservation: Reservation | None
 
     def __init__(
         self,
@@ -47,12 +51,14 @@ class Blocked:
         wake_on: frozenset[str] = frozenset(),
         settled: bool = True,
         wake_at: float = math.inf,
+        reservation: Reservation | None = None,
     ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
         object.__setattr__(self, "reason", reason)
         object.__setattr__(self, "parkable", parkable)
         object.__setattr__(self, "wake_on", wake_on)
         object.__setattr__(self, "settled", settled)
         object.__setattr__(self, "wake_at", wake_at)
+        object.__setattr__(self, "reservation", reservation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +108,7 @@ class Round:
         self.stopping: set[str] = set()  # jobs preempted in this cycle
         self.wake_at = math.inf  # a demotion that failed now might succeed from then on
         self._crossing: float | None = None
+        self.reservation: Reservation | None = None  # of the first promoted head blocked
 
     # ---- heads -------------------------------------------------------------------------
 
@@ -243,6 +250,8 @@ class Round:
                 refusals.append((flavor, verdict))
                 continue
             placement = place_gang(self.state.snapshot, head, flavor)
+            if placement is not None and self._delays_reserved(head, placement):
+                return self._refused_for_reservation(tenant, head)
             if placement is not None:
                 self._admit(head, placement, verdict)
                 return placement
@@ -269,7 +278,40 @@ class Round:
         self.reasons[head_id] = blocked.reason
         return blocked
 
+    def reinstate(self, outcome: Blocked) -> None:
+        """A parked promoted head keeps the start time it reserved when it was tried."""
+        if self.reservation is None and outcome.reservation is not None:
+            self.reservation = outcome.reservation
+
+    def _delays_reserved(self, job: JobDemand, placement: JobPlacement) -> bool:
+        r = self.reservation
+        return (
+            r is not None
+            and r.job.job_id != job.job_id
+            and delays(
+                self.state,
+                self._by_deadline(),
+                r,
+                job,
+                placement,
+                self.view.now,
+                self.config.eta_max_releases,
+            )
+        )
+
+    def _refused_for_reservation(self, tenant: str, job: JobDemand) -> Blocked:
+        assert self.reservation is not None
+        self.wake_at = self.view.now  # read with the clock: no quiet cycle after this one
+        refused = Blocked(self.reservation.refusal(self.view.now), settled=False)
+        if self.backfilling(tenant):
+            self.reasons[job.job_id] = refused.reason
+            return refused
+        return self.block(tenant, refused)
+
     def _admit(self, job: JobDemand, placement: JobPlacement, verdict: QuotaVerdict) -> None:
+        end = expected_end(job, self.view.now)
+        if self.reservation is not None and end is not None:  # later checks see it end
+            bisect.insort(self._by_deadline(), (end, job.job_id, job.max_runtime_s is None))
         self.state.charge(job.job_id, job.tenant, placement.tasks)
         self.users.admitted(job)
         self.admitted.append(placement)
@@ -453,7 +495,17 @@ class Round:
         wake = flavors | (frozenset() if gpus_short else ALL_WAKE)
         wake_at = self.next_crossing() if self._demotes(head) else math.inf
         self.wake_at = min(self.wake_at, wake_at)
-        return Blocked(reason, parkable=True, wake_on=wake, wake_at=wake_at)
+        if self.reservation is None and self.aged(head):
+            self.reservation = reserve(
+                self.state,
+                self._by_deadline(),
+                head,
+                flavor,
+                self.view.now,
+                self.config.eta_max_releases,
+            )
+        held = self.reservation if self.reservation and self.reservation.job is head else None
+        return Blocked(reason, parkable=True, wake_on=wake, wake_at=wake_at, reservation=held)
 
     def _misfit(
         self,
@@ -470,17 +522,20 @@ class Round:
     def _with_estimate(
         self, reason: PendingReason, head: JobDemand, flavor: str | None
     ) -> PendingReason:
-        if self._deadlines is None:
-            self._deadlines = deadlines(list(self.view.running))
         return with_estimate(
             reason,
             self.state,
-            self._deadlines,
+            self._by_deadline(),
             head,
             flavor,
             self.view.now,
             self.config.eta_max_releases,
         )
+
+    def _by_deadline(self) -> list[Deadline]:
+        if self._deadlines is None:
+            self._deadlines = deadlines(list(self.view.running))
+        return self._deadlines
 
     # ---- requeue -----------------------------------------------------------------------
 
