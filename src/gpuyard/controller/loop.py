@@ -86,6 +86,7 @@ from gpuyard.store import (
 log = logging.getLogger("gpuyard.controller")
 
 NODE_RECORD_INTERVAL_S = 30.0
+ROLLUP_INTERVAL_S = 60.0  # how often the usage roll-up accounts the task rows (rollup.py)
 BACKOFF = "PlatformBackoff"  # the pending code of a job waiting out a platform failure
 HELD = "Held"  # the pending code of a job held by `gpuyard hold`
 MAX_PARALLEL_STARTS = 8
@@ -125,6 +126,7 @@ class Controller:
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
         self._nodes_recorded_at = float("-inf")
+        self._rolled_up_at = float("-inf")
         self.cycles = 0
         self.instruments = instruments if instruments is not None else Instruments()
         self.webhooks = (
@@ -174,6 +176,7 @@ class Controller:
         self._settle()
         self._enforce(nodes)
         self._schedule(nodes)
+        self._roll_up()
         self.cycles += 1
         self.instruments.controller_cycle.observe(time.perf_counter() - began)
 
@@ -492,6 +495,13 @@ class Controller:
         if spec is None:
             spec = self._specs[job.id] = parse_job_spec(job.spec)
         return spec
+
+    def _roll_up(self) -> None:
+        """Account the task rows in the usage roll-up, every `ROLLUP_INTERVAL_S`."""
+        now = self.clock.now()
+        if now - self._rolled_up_at >= ROLLUP_INTERVAL_S:
+            self.store.accounting.roll_up(now)
+            self._rolled_up_at = now
 
     def _record_nodes(self, nodes: list[Node]) -> None:
         now = self.clock.now()

@@ -9,6 +9,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from gpuyard.model import Clock, SystemClock
+from gpuyard.store.accounting import AccountingRepo, JobWait, UsageHour
 from gpuyard.store.db import (
     make_engine,
     migrate,
@@ -67,6 +68,7 @@ class Store:
     tokens: TokenRepo
     usage: UsageRepo
     secrets: SecretBox  # seals the secret values of job specs (<data dir>/secrets.key)
+    accounting: AccountingRepo  # the usage roll-up (store/rollup.py, docs/accounting.md)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -96,10 +98,14 @@ def open_store(
         TokenRepo(sessions, clk),
         UsageRepo(sessions),
         secrets,
+        AccountingRepo(sessions),
     )
 
 
 __all__ = [
+    "AccountingRepo",
+    "JobWait",
+    "UsageHour",
     "EventRecord",
     "Membership",
     "NewToken",

@@ -73,6 +73,9 @@ class TaskRow(Base):
     started_at: Mapped[float | None] = mapped_column(Float)
     finished_at: Mapped[float | None] = mapped_column(Float)
     stop_sent: Mapped[bool] = mapped_column(Boolean, default=False)
+    # the usage roll-up (store/rollup.py): accounted up to; done once its end is accounted
+    usage_to: Mapped[float | None] = mapped_column(Float)
+    usage_done: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
 
 
 class EventRow(Base):
@@ -159,3 +162,62 @@ class TokenRow(Base):
     last_used_at: Mapped[float | None] = mapped_column(Float)
     expires_at: Mapped[float | None] = mapped_column(Float)
     revoked_at: Mapped[float | None] = mapped_column(Float)
+
+
+class UsageHourRow(Base):
+    """What one job used in one UTC hour (docs/accounting.md): never compacted, so usage
+    outlives the task rows it was rolled up from. No foreign key: it outlives the job too."""
+
+    __tablename__ = "usage_hours"
+    __table_args__ = (Index("ix_usage_hours_tenant_hour", "tenant", "hour"),)
+
+    hour: Mapped[float] = mapped_column(Float, primary_key=True)  # epoch s, the hour's start
+    job_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(64))
+    owner: Mapped[str | None] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(64))
+    gpu_seconds: Mapped[float] = mapped_column(Float, default=0.0)  # shared GPUs by share
+    cpu_seconds: Mapped[float] = mapped_column(Float, default=0.0)  # cores x seconds
+    lost_gpu_seconds: Mapped[float] = mapped_column(Float, default=0.0)  # preempted attempts
+
+
+class UsageJobRow(Base):
+    """A job's wait to its first start, written once it started (never compacted)."""
+
+    __tablename__ = "usage_jobs"
+
+    job_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(64))
+    owner: Mapped[str | None] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(64))
+    submitted_at: Mapped[float] = mapped_column(Float)
+    first_start: Mapped[float] = mapped_column(Float, index=True)
+    wait_s: Mapped[float] = mapped_column(Float)
+
+
+class UserNotifyRow(Base):
+    """A user's e-mail address and when to mail them about their jobs (failure | end | off)."""
+
+    __tablename__ = "user_notify"
+
+    user: Mapped[str] = mapped_column(
+        ForeignKey("users.name", ondelete="CASCADE"), primary_key=True
+    )
+    email: Mapped[str | None] = mapped_column(String(254))
+    notify: Mapped[str] = mapped_column(String(16), default="off")
+
+
+class MailSettingsRow(Base):
+    """The SMTP relay (one row, id 1); its password sealed with the store's secrets key."""
+
+    __tablename__ = "mail_settings"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    host: Mapped[str | None] = mapped_column(String(253))
+    port: Mapped[int] = mapped_column(Integer, default=587)
+    sender: Mapped[str | None] = mapped_column(String(254))
+    starttls: Mapped[bool] = mapped_column(Boolean, default=True)
+    username: Mapped[str | None] = mapped_column(String(254))
+    password_sealed: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[float] = mapped_column(Float)
+    updated_by: Mapped[str | None] = mapped_column(String(64))

@@ -43,10 +43,10 @@ def _gpu_seconds(row: TaskRow, since: float, now: float, memory: GpuMemory) -> f
         return 0.0
     start = max(row.started_at, since)
     end = row.finished_at if row.finished_at is not None else now
-    return max(0.0, end - start) * _gpus_held(row, memory)
+    return max(0.0, end - start) * gpus_held(row, memory)
 
 
-def _gpus_held(row: TaskRow, memory: GpuMemory) -> float:
+def gpus_held(row: TaskRow, memory: GpuMemory) -> float:
     """Whole GPUs count one each; a shared task (`gpu_memory_mb`) the part of its GPU's
     memory it holds (docs/gpu-sharing.md), or a whole GPU when that GPU is not known."""
     gpus = json.loads(row.gpus)
@@ -56,7 +56,7 @@ def _gpus_held(row: TaskRow, memory: GpuMemory) -> float:
     return min(1.0, row.gpu_memory_mb / total) if total else 1.0
 
 
-def _gpu_memory(s: Session) -> dict[tuple[str, int], int]:
+def gpu_memory(s: Session) -> dict[tuple[str, int], int]:
     return {
         (node, gpu["index"]): gpu["memory_mb"]
         for node, gpus in s.execute(select(NodeRow.name, NodeRow.gpus))
@@ -76,7 +76,7 @@ class UsageRepo:
             return out
         q = select(TaskRow).where(TaskRow.job_id.in_(ids), TaskRow.started_at.is_not(None))
         with self._sessions() as s:
-            memory = _gpu_memory(s)
+            memory = gpu_memory(s)
             for row in s.scalars(q):
                 out[row.job_id] += _gpu_seconds(row, 0.0, now, memory)
         return out
@@ -91,7 +91,7 @@ class UsageRepo:
         )
         out: dict[str, float] = defaultdict(float)
         with self._sessions() as s:
-            memory = _gpu_memory(s)
+            memory = gpu_memory(s)
             for row, tenant in s.execute(q):
                 out[tenant] += _gpu_seconds(row, since, now, memory)
         return dict(out)
