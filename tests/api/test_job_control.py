@@ -128,11 +128,11 @@ def mixed(world):
 
 def test_bulk_cancel_cancels_what_it_may_and_refuses_the_rest(mixed):
     body = {"name": "sweep-*", "dryRun": True}
-    dry = mixed.call("alice", "POST", f"{JOBS}/cancel", json=body).json()
+    dry = mixed.call("alice", "POST", f"{JOBS}/bulk/cancel", json=body).json()
     assert dry["matched"] == 3 and dry["cancelled"] == [mixed.sweep["alice"]]
     assert mixed.store.jobs.get(mixed.sweep["alice"]).stop_requested is None  # a dry run
 
-    r = mixed.call("alice", "POST", f"{JOBS}/cancel", json={"name": "sweep-*"})
+    r = mixed.call("alice", "POST", f"{JOBS}/bulk/cancel", json={"name": "sweep-*"})
     assert r.status_code == 200, r.text
     out = r.json()
     assert out["cancelled"] == [mixed.sweep["alice"]] and out["dryRun"] is False
@@ -149,11 +149,11 @@ def test_bulk_cancel_cancels_what_it_may_and_refuses_the_rest(mixed):
 
 
 def test_bulk_cancel_by_tenant_admin_and_invisible_jobs(mixed):
-    out = mixed.call("redboss", "POST", f"{JOBS}/cancel", json={"user": "bob"}).json()
+    out = mixed.call("redboss", "POST", f"{JOBS}/bulk/cancel", json={"user": "bob"}).json()
     assert out == {"matched": 0, "cancelled": [], "refused": [], "dryRun": False, "more": False}
-    out = mixed.call("redboss", "POST", f"{JOBS}/cancel", json={"state": ["QUEUED"]}).json()
+    out = mixed.call("redboss", "POST", f"{JOBS}/bulk/cancel", json={"state": ["QUEUED"]}).json()
     assert set(out["cancelled"]) == {mixed.sweep["alice"], mixed.sweep["amy"], mixed.other}
-    again = mixed.call("redboss", "POST", f"{JOBS}/cancel", json={"state": ["QUEUED"]}).json()
+    again = mixed.call("redboss", "POST", f"{JOBS}/bulk/cancel", json={"state": ["QUEUED"]}).json()
     assert again["matched"] == 0  # already asked: not matched twice
 
 
@@ -170,7 +170,7 @@ def test_bulk_cancel_by_tenant_admin_and_invisible_jobs(mixed):
     ],
 )
 def test_bad_bulk_cancels_are_422_with_the_path(world, body, path):
-    r = world.call("alice", "POST", f"{JOBS}/cancel", json=body)
+    r = world.call("alice", "POST", f"{JOBS}/bulk/cancel", json=body)
     assert r.status_code == 422, r.text
     assert path in [e["path"] for e in r.json()["errors"]]
 
@@ -333,3 +333,53 @@ def test_an_ended_job_keeps_its_priority(world):
     assert str(world.store.jobs.get(world.jobs["red"]).state) == "SUCCEEDED"
     r = world.call("alice", "POST", f"{JOBS}/{world.jobs['red']}/priority", json={"priority": 1})
     assert r.status_code == 409, r.text
+
+
+# -- a tenant's maximum priority -------------------------------------------------------
+
+
+@pytest.fixture
+def capped(world):
+    """red's members may give priorities up to 10."""
+    r = world.call("root", "PATCH", "/api/v1/tenants/red", json={"maxPriority": 10})
+    assert r.status_code == 200 and r.json()["maxPriority"] == 10, r.text
+    return world
+
+
+@pytest.mark.parametrize(
+    ("who", "value", "status"),
+    [("alice", 10, 200), ("alice", 11, 403), ("alice", -1000, 200), ("redboss", 1000, 200),
+     ("root", 500, 200)],
+)  # fmt: skip
+def test_a_member_stays_within_the_tenants_maximum(capped, who, value, status):
+    job = submit(capped, "alice", "red", "capped")
+    r = capped.call(who, "POST", f"{JOBS}/{job}/priority", json={"priority": value})
+    assert r.status_code == status, r.text
+    if status == 403:
+        assert "up to 10 in tenant red (its maxPriority)" in r.json()["detail"]
+
+
+def test_a_member_may_lower_a_priority_an_admin_set_above_the_maximum(capped):
+    job = submit(capped, "alice", "red", "high")
+    assert capped.call(
+        "redboss", "POST", f"{JOBS}/{job}/priority", json={"priority": 50}
+    ).is_success
+    r = capped.call("alice", "POST", f"{JOBS}/{job}/priority", json={"priority": 40})
+    assert r.status_code == 200 and capped.store.jobs.get(job).priority == 40
+    r = capped.call("alice", "POST", f"{JOBS}/{job}/priority", json={"priority": 45})
+    assert r.status_code == 403
+
+
+def test_a_submit_above_the_maximum_is_refused_for_members_only(capped):
+    r = capped.submit("alice", spec("red", "greedy", "priority: 11\n"))
+    assert r.status_code == 422, r.text
+    assert [e["path"] for e in r.json()["errors"]] == ["priority"]
+    assert capped.submit("redboss", spec("red", "boss", "priority: 11\n")).status_code == 201
+    r = capped.call("alice", "POST", f"{JOBS}/{capped.jobs['red']}/resubmit",
+                    json={"set": {"priority": 99}})  # fmt: skip
+    assert r.status_code == 422 and r.json()["errors"][0]["path"] == "priority"
+
+
+def test_a_maximum_above_the_spec_range_is_refused(world):
+    r = world.call("root", "PATCH", "/api/v1/tenants/red", json={"maxPriority": 1001})
+    assert r.status_code == 422 and r.json()["errors"][0]["path"] == "maxPriority"

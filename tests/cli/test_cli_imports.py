@@ -31,7 +31,7 @@ ANSWERS: dict[tuple[str, str], tuple[int, Any]] = {
     ("POST", "/api/v1/jobs"): (201, {"id": "j-7f3a", "name": "mnist-train", "state": "QUEUED"}),
     ("GET", "/api/v1/jobs/j-7f3a"): (200, job("SUCCEEDED", reason="Completed")),
     ("POST", "/api/v1/jobs/j-7f3a/cancel"): (200, {"id": "j-7f3a", "state": "STOPPED"}),
-    ("POST", "/api/v1/jobs/cancel"): (200, {"matched": 1, "cancelled": ["j-7f3a"],
+    ("POST", "/api/v1/jobs/bulk/cancel"): (200, {"matched": 1, "cancelled": ["j-7f3a"],
                                             "refused": [], "dryRun": False, "more": False}),
     ("POST", "/api/v1/jobs/j-7f3a/resubmit"): (201, {"id": "j-8", "name": "x", "state": "QUEUED"}),
     ("POST", "/api/v1/jobs/j-7f3a/hold"): (200, job("QUEUED", heldBy="admin")),

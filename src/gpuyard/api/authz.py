@@ -38,6 +38,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 
+from gpuyard.model import Tenant
 from gpuyard.store import JobNotFound, JobRecord, TenantRole, UserRecord
 
 
@@ -121,6 +122,23 @@ def authorize_submit(caller: UserRecord, tenant: str) -> None:
     raise Forbidden(
         f"{caller.name} {why} and may not submit jobs to it; "
         "ask a tenant admin or a platform admin to make you a member"
+    )
+
+
+def priority_refusal(
+    caller: UserRecord, tenant: Tenant, priority: int, current: int | None = None
+) -> str | None:
+    """Why `caller` may not give a job of `tenant` this priority (None: they may). Above the
+    tenant's `max_priority` only its tenant admins and platform admins may go; anyone who may
+    act on the job may lower it (to `current` or below) whatever the maximum."""
+    top = tenant.max_priority
+    if top is None or priority <= top or (current is not None and priority <= current):
+        return None
+    if caller.is_admin or caller.role_in(tenant.name) == TenantRole.TENANT_ADMIN:
+        return None
+    return (
+        f"{caller.name} may give priorities up to {top} in tenant {tenant.name} (its "
+        "maxPriority); only a tenant admin of it or a platform admin may go higher"
     )
 
 

@@ -112,8 +112,8 @@ class ApiClient:
         return self._json("POST", f"{API}/jobs/{job_id}/cancel")
 
     def cancel_jobs(self, body: dict[str, Any]) -> dict[str, Any]:
-        """POST /api/v1/jobs/cancel with filters (and `dryRun`) → cancelled and refused."""
-        return self._json("POST", f"{API}/jobs/cancel", json=body)
+        """POST /api/v1/jobs/bulk/cancel with filters (and `dryRun`) → cancelled and refused."""
+        return self._json("POST", f"{API}/jobs/bulk/cancel", json=body)
 
     def resubmit_job(self, job_id: str, sets: dict[str, Any]) -> dict[str, Any]:
         """POST /api/v1/jobs/{id}/resubmit with `{"set": {path: value}}` → the new job."""

@@ -87,6 +87,9 @@ class Tenant(Value):
     weight: float = 1.0  # fair-share weight across tenants
     queue_policy: QueuePolicy = QueuePolicy.LAS  # issue 16: LAS inside a tenant by default
     priority_preemption: bool = False  # may a higher-priority job preempt one of the tenant's?
+    # the highest priority its members may give their jobs (submit, `gpuyard priority`);
+    # None: the spec's whole range. Its tenant admins and platform admins may go above
+    max_priority: int | None = None
     preemption_grace_s: int = 30  # SIGTERM → SIGKILL for this tenant's preempted jobs
     max_gpus_per_user: int | None = None
     max_running_jobs_per_user: int | None = None

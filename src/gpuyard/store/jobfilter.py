@@ -1,7 +1,7 @@
 """Which jobs a list or a bulk action is about: `JobFilter` and the query it makes.
 
 Shared by `GET /api/v1/jobs` (with a cursor: jobs older than the last one shown) and the bulk
-cancel (`POST /api/v1/jobs/cancel`). A name is matched by a glob (`*` any run of characters,
+cancel (`POST /api/v1/jobs/bulk/cancel`). A name is matched by a glob (`*` any run of characters,
 `?` one character, case-insensitive), turned into SQL `LIKE` so SQLite and PostgreSQL agree.
 """
 

@@ -89,7 +89,7 @@ def list_jobs(
     return control.list_jobs(ctl, caller, filters, limit, cursor)
 
 
-@router.post("/cancel", response_model=BulkCancelled)
+@router.post("/bulk/cancel", response_model=BulkCancelled)
 def cancel_jobs(body: BulkCancelIn, ctl: ControllerDep, caller: CallerDep) -> BulkCancelled:
     """Cancel every job the filters match (those of `GET /api/v1/jobs`, active states only,
     at least one) that the caller may cancel, each authorised as a single cancel; the answer

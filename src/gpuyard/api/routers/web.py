@@ -1,9 +1,10 @@
 """The web portal: server-rendered pages (Jinja2 + htmx) over the API's own services.
 
-Pages: `/login`, `/jobs` (filters, live states), `/jobs/{id}` (tasks, GPUs, events, pending
-reason, live log, clone, cancel), `/submit` (YAML checked while typed), `/cluster` (nodes ×
-GPUs by tenant) and `/tenants` (quota bars and queues). Fragments that htmx polls sit beside
-their page (`/jobs/table`, `/jobs/{id}/live`, `/jobs/{id}/log`, `/cluster/grid`).
+Pages: `/login`, `/jobs` (filters, live states, bulk cancel), `/jobs/{id}` (tasks, GPUs,
+events, pending reason, live log, clone, cancel, hold and release, priority), `/submit` (YAML
+checked while typed), `/cluster` (nodes × GPUs by tenant) and `/tenants` (quota bars and
+queues). Fragments that htmx polls sit beside their page (`/jobs/table`, `/jobs/{id}/live`,
+`/jobs/{id}/log`, `/cluster/grid`).
 
 Log-in stores the API token in an HttpOnly, SameSite=Strict cookie and checks it exactly like
 the API (`gpuyard.api.auth.user_for_token`); every page asks `gpuyard.api.authz` exactly like
@@ -38,12 +39,15 @@ from gpuyard.api.authz import (
 )
 from gpuyard.api.deps import ControllerDep
 from gpuyard.api.errors import Conflict
+from gpuyard.api.schemas.jobcontrol import BulkCancelIn
+from gpuyard.api.services import jobcontrol as control
 from gpuyard.api.services import jobs as job_svc
 from gpuyard.api.services import web as svc
 from gpuyard.api.services.nodes import node_list
 from gpuyard.api.services.queue import queue_view
 from gpuyard.model import JobState
 from gpuyard.spec import SpecError
+from gpuyard.spec.limits import PRIORITY
 from gpuyard.store import JobAlreadyEnded, JobNotFound, UserRecord
 from gpuyard.web import TEMPLATES
 
@@ -350,14 +354,72 @@ def job_log(
     )
 
 
+@router.post("/jobs/bulk/cancel")
+async def cancel_jobs(request: Request, ctl: ControllerDep, session: SessionDep) -> HTMLResponse:
+    """Cancel every active job of the list's filters (state, tenant) the user may cancel, as
+    the API's bulk cancel; a page says what was cancelled and what was refused, and why."""
+    form = await read_form(request, session)
+    state, tenant = form.get("state", ""), form.get("tenant", "")
+    if state in STATES and state not in ACTIVE:
+        raise HTTPException(409, f"{state.lower()} jobs have ended: there is nothing to cancel")
+    states = [state] if state in ACTIVE else ACTIVE
+    body = BulkCancelIn.model_validate({"state": states, "tenant": tenant or None})
+    result = control.bulk_cancel(ctl, session.user, body)
+    return render(request, "cancelled.html", session, result=result, state=state, tenant=tenant)
+
+
 @router.post("/jobs/{job_id}/cancel")
 async def cancel_job(
     request: Request, job_id: str, ctl: ControllerDep, session: SessionDep
 ) -> Response:
     await read_form(request, session)
     authorize_job(session.user, job_svc.get_job(ctl, job_id), JobAction.CANCEL)
-    job_svc.cancel(ctl, job_id)
+    control.cancel_one(ctl, job_id, session.user.name)
     return RedirectResponse(f"/jobs/{job_id}", status_code=303)
+
+
+@router.post("/jobs/{job_id}/hold")
+async def hold_job(
+    request: Request, job_id: str, ctl: ControllerDep, session: SessionDep
+) -> Response:
+    return await _job_action(request, job_id, ctl, session, "hold")
+
+
+@router.post("/jobs/{job_id}/release")
+async def release_job(
+    request: Request, job_id: str, ctl: ControllerDep, session: SessionDep
+) -> Response:
+    return await _job_action(request, job_id, ctl, session, "release")
+
+
+@router.post("/jobs/{job_id}/priority")
+async def set_priority(
+    request: Request, job_id: str, ctl: ControllerDep, session: SessionDep
+) -> Response:
+    return await _job_action(request, job_id, ctl, session, "priority")
+
+
+async def _job_action(
+    request: Request, job_id: str, ctl: ControllerDep, session: Session, action: str
+) -> Response:
+    """Hold, release or a new priority, authorised and done as the API's."""
+    form = await read_form(request, session)
+    job = job_svc.get_job(ctl, job_id)
+    if action == "priority":
+        authorize_job(session.user, job, JobAction.PRIORITY)
+        control.set_priority(ctl, job, _priority(form.get("priority", "")), session.user)
+    else:
+        authorize_job(session.user, job, JobAction.HOLD)
+        (control.hold if action == "hold" else control.release)(ctl, job, session.user)
+    return RedirectResponse(f"/jobs/{job_id}", status_code=303)
+
+
+def _priority(text: str) -> int:
+    lo, hi = PRIORITY
+    value = text.strip()
+    if not value.lstrip("-").isdigit() or not lo <= int(value) <= hi:
+        raise HTTPException(422, f"priority must be a whole number from {lo} to {hi}; got {text!r}")
+    return int(value)
 
 
 # -- submit --------------------------------------------------------------------------------

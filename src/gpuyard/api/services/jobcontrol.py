@@ -21,6 +21,7 @@ from gpuyard.api.authz import (
     JobAction,
     authorize_job,
     authorize_submit,
+    priority_refusal,
     visible_tenants,
 )
 from gpuyard.api.errors import Conflict, InvalidInput
@@ -206,7 +207,11 @@ def release(ctl: Controller, job: JobRecord, by: UserRecord) -> JobSummary:
 
 
 def set_priority(ctl: Controller, job: JobRecord, priority: int, by: UserRecord) -> JobSummary:
-    """The job's new priority (the range is the spec's: -1000 to 1000; the body checks it)."""
+    """The job's new priority (the range is the spec's: -1000 to 1000; the body checks it),
+    above its tenant's `maxPriority` only for the tenant's admins and platform admins."""
+    tenant = ctl.store.tenants.get(job.tenant)
+    if tenant is not None and (why := priority_refusal(by, tenant.tenant, priority, job.priority)):
+        raise Forbidden(why)
     changed = ctl.store.jobs.set_priority(job.id, priority, by.name)
     ctl.wake()
     return job_svc.summary_for(by, changed)

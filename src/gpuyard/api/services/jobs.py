@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 
-from gpuyard.api.authz import JobAction, can_read_secrets, job_actions
+from gpuyard.api.authz import JobAction, can_read_secrets, job_actions, priority_refusal
 from gpuyard.api.schemas import (
     EventList,
     JobDetail,
@@ -72,6 +72,10 @@ def submit(
     errors = storage_errors(spec, tenant.tenant) + webhook_errors(spec, tenant.tenant)
     if refused := host_network_refused(spec, tenant.tenant):
         errors.append(FieldError("hostNetwork", refused))
+    if (user := ctl.store.users.get(owner)) is not None and (
+        too_high := priority_refusal(user, tenant.tenant, spec.priority)
+    ):
+        errors.append(FieldError("priority", too_high))
     if errors:
         raise SpecError(errors)
     original = loaded.original if loaded is not None else None

@@ -22,6 +22,7 @@ from gpuyard.api.schemas import camel, snake_keys
 from gpuyard.api.services.storage_roots import prepare_roots, root_errors
 from gpuyard.controller import Controller
 from gpuyard.model import Tenant
+from gpuyard.spec.limits import PRIORITY
 from gpuyard.store import (
     Membership,
     TenantRecord,
@@ -79,6 +80,8 @@ def tenant_errors(t: Tenant) -> list[tuple[str, str]]:
         errors.append(("idleGpuWindowS", "must be at least 60 (seconds)"))
     if t.log_limit_mb < 1:
         errors.append(("logLimitMB", "must be at least 1 (MiB)"))
+    if t.max_priority is not None and t.max_priority > PRIORITY[1]:
+        errors.append(("maxPriority", f"must be at most {PRIORITY[1]}, a job's highest priority"))
     flavors = [q.flavor for q in t.quotas]
     for dup in sorted({f for f in flavors if flavors.count(f) > 1}):
         errors.append(("quotas", f"flavor {dup} is given more than once"))
