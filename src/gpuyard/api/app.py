@@ -62,7 +62,7 @@ def create_app(controller: Controller) -> FastAPI:
         """Every path answers OPTIONS with the methods it allows (404 for no path)."""
         if headers := allow_header(request.app, request.url.path):
             return Response(status_code=200, headers=headers)
-        return JSONResponse({"detail": "Not Found"}, status_code=404)
+        return _no_path(request)
 
     _install_error_handlers(app)
     _install_http_handlers(app)
@@ -137,10 +137,26 @@ def _install_http_handlers(app: FastAPI) -> None:
         if (invalid := unreadable_body(exc)) is not None:
             return JSONResponse({"detail": invalid.detail, "errors": invalid.errors}, 422)
         if exc.status_code == 405:
-            allow = allow_header(request.app, request.url.path)
-            detail = f"{request.method} is not allowed here; allowed: {allow.get('Allow')}"
-            return JSONResponse({"detail": detail}, status_code=405, headers=allow)
+            return _not_allowed(request)
         return await http_exception_handler(request, exc)
+
+
+def _not_allowed(request: Request) -> Response:
+    """A 405 with every method the path allows (`Allow`). A path no route has is a 404: the
+    OPTIONS route matches every path, so Starlette answers 405 for a path that has none. An
+    OPTIONS the OPTIONS route did not take (a mount's: /static) answers as that route does."""
+    allow = allow_header(request.app, request.url.path)
+    if not allow:
+        return _no_path(request)
+    if request.method == "OPTIONS":
+        return Response(status_code=200, headers=allow)
+    detail = f"{request.method} is not allowed here; allowed: {allow['Allow']}"
+    return JSONResponse({"detail": detail}, status_code=405, headers=allow)
+
+
+def _no_path(request: Request) -> Response:
+    detail = f"no such path: {request.url.path} (the API's paths: /docs)"
+    return JSONResponse({"detail": detail}, status_code=404)
 
 
 def _message(pydantic_message: str) -> str:
