@@ -38,6 +38,7 @@ ANSWERS: dict[tuple[str, str], tuple[int, Any]] = {
     ("POST", "/api/v1/jobs/j-7f3a/priority"): (200, job("QUEUED")),
     ("GET", "/api/v1/nodes"): (200, {"nodes": []}),
     ("GET", "/api/v1/queue"): (200, {"cluster": [], "tenants": []}),
+    ("GET", "/api/v1/usage"): (200, {"rows": [], "total": {"tenant": "*"}}),
     ("GET", "/api/v1/whoami"): (200, {"name": "admin", "role": "platform-admin", "admin": True,
                                       "memberships": []}),
 }
@@ -129,7 +130,7 @@ def test_fast_commands_import_only_the_standard_library(
 @pytest.mark.parametrize("args", [
     ["show", "j-7f3a"], ["cancel", "j-7f3a"], ["nodes"], ["queue"], ["whoami"],
     ["cancel", "--name", "t*", "--yes"], ["resubmit", "j-7f3a", "--set", "a=1"],
-    ["hold", "j-7f3a"], ["priority", "j-7f3a", "-3"],
+    ["hold", "j-7f3a"], ["priority", "j-7f3a", "-3"], ["usage", "--by", "job", "-o", "csv"],
     ["submit", "SPEC", "--wait"], ["--help"], ["admin", "--help"], ["jobs", "--help"],
 ])
 def test_client_commands_import_no_server_scheduler_or_simulator_code(

@@ -22,7 +22,7 @@ from gpuyard.api.auth import Unauthenticated
 from gpuyard.api.authz import Forbidden
 from gpuyard.api.errors import Conflict, InvalidInput, unreadable_body
 from gpuyard.api.methods import allow_header
-from gpuyard.api.routers import jobs, nodes, openpai, queue, tenants, tokens, users, web
+from gpuyard.api.routers import jobs, nodes, openpai, queue, tenants, tokens, usage, users, web
 from gpuyard.api.routers.metrics import install_metrics
 from gpuyard.api.services.logstreams import LogStreams
 from gpuyard.controller import Controller
@@ -46,7 +46,7 @@ def create_app(controller: Controller) -> FastAPI:
     app.state.log_streams = LogStreams()  # follows per user, log reads off the event loop
     # the tenants a platform admin allowed private webhooks (none else reach 127.0.0.1, ...)
     controller.webhooks.allow_private_for(private_webhooks_of(controller.store))
-    for module in (jobs, nodes, queue, tenants, users, tokens, openpai):
+    for module in (jobs, nodes, queue, tenants, users, tokens, openpai, usage):
         app.include_router(module.router)
     install_metrics(app, controller)  # GET /metrics: the scrape token or an admin's
     app.include_router(web.router)  # the portal's pages (docs/portal.md)

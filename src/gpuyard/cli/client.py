@@ -178,6 +178,10 @@ class ApiClient:
         """GET /api/v1/queue → `{"cluster": [FlavorCapacity], "tenants": [TenantQueue]}`."""
         return self._json("GET", f"{API}/queue")
 
+    def usage(self, params: dict[str, str]) -> dict[str, Any]:
+        """GET /api/v1/usage?by=&since=&until=&tenant= → `{"rows", "total", ...}`."""
+        return self._json("GET", f"{API}/usage", params=params)
+
     # -- users, tokens, tenants ------------------------------------------------------
 
     def whoami(self) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The `gpuyard` commands: submit, jobs, show, logs, nodes, queue; cancel, resubmit, hold,
-release and priority (`gpuyard.cli.control`); login and whoami (`gpuyard.cli.login`); the
-`admin` group (`gpuyard.cli.admin`).
+release and priority (`gpuyard.cli.control`); usage (`gpuyard.cli.usage`); login and whoami
+(`gpuyard.cli.login`); the `admin` group (`gpuyard.cli.admin`).
 
 The app talks to the server over HTTP only (`ApiClient`). The server URL comes from
 `--url`, `GPUYARD_URL` or the saved login; the token from `GPUYARD_TOKEN` or the saved login
@@ -57,6 +57,7 @@ from gpuyard.cli.render import (
 from gpuyard.cli.render_queue import render_queue
 from gpuyard.cli.session import Output, Session, api_errors, fail, session_of
 from gpuyard.cli.tenantflag import with_tenant
+from gpuyard.cli.usage import usage
 
 __all__ = [
     "EXIT_UNREACHABLE",
@@ -320,3 +321,4 @@ for _name, _command in COMMANDS.items():
     app.command(_name)(_command)
 # `gpuyard priority JOB -5`: a negative N is the number, not an unknown option
 app.command(context_settings={"ignore_unknown_options": True})(priority)
+app.command()(usage)  # accounting (gpuyard.cli.usage)

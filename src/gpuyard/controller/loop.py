@@ -126,7 +126,7 @@ class Controller:
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
         self._nodes_recorded_at = float("-inf")
-        self._rolled_up_at = float("-inf")
+        self.rolled_up_at: float | None = None  # the last usage roll-up (controller clock)
         self.cycles = 0
         self.instruments = instruments if instruments is not None else Instruments()
         self.webhooks = (
@@ -499,9 +499,9 @@ class Controller:
     def _roll_up(self) -> None:
         """Account the task rows in the usage roll-up, every `ROLLUP_INTERVAL_S`."""
         now = self.clock.now()
-        if now - self._rolled_up_at >= ROLLUP_INTERVAL_S:
+        if self.rolled_up_at is None or now - self.rolled_up_at >= ROLLUP_INTERVAL_S:
             self.store.accounting.roll_up(now)
-            self._rolled_up_at = now
+            self.rolled_up_at = now
 
     def _record_nodes(self, nodes: list[Node]) -> None:
         now = self.clock.now()
