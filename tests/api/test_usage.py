@@ -157,8 +157,15 @@ def _t(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-@pytest.mark.parametrize("since", ["999999999999", "0001-01-01", "9999-12-31T23:59"])
-def test_a_window_beyond_the_calendar_answers_422(used, since):
-    r = used.call("root", "GET", f"/api/v1/usage?since={since}")
+@pytest.mark.parametrize("field", ["since", "until"])
+def test_a_window_beyond_the_calendar_answers_422(used, field):
+    r = used.call("root", "GET", f"/api/v1/usage?{field}=9999-12-31T23:59")
     assert r.status_code == 422, r.text
-    assert [e["path"] for e in r.json()["errors"]] == ["query.since"]
+    assert [e["path"] for e in r.json()["errors"]] == [f"query.{field}"]
+
+
+@pytest.mark.parametrize("since", ["999999999999", "0001-01-01"])
+def test_a_window_from_before_1970_starts_in_1970(used, since):
+    body = _usage(used, "root", f"?since={since}")
+    assert body["since"] == "1970-01-01T00:00:00.000Z"
+    assert body["total"]["gpuHours"] == pytest.approx(5)

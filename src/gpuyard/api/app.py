@@ -22,7 +22,18 @@ from gpuyard.api.auth import Unauthenticated
 from gpuyard.api.authz import Forbidden
 from gpuyard.api.errors import Conflict, InvalidInput, unreadable_body
 from gpuyard.api.methods import allow_header
-from gpuyard.api.routers import jobs, nodes, openpai, queue, tenants, tokens, usage, users, web
+from gpuyard.api.routers import (
+    jobs,
+    nodes,
+    openpai,
+    queue,
+    tenants,
+    tokens,
+    usage,
+    users,
+    web,
+    web_usage,
+)
 from gpuyard.api.routers.metrics import install_metrics
 from gpuyard.api.services.logstreams import LogStreams
 from gpuyard.controller import Controller
@@ -50,6 +61,7 @@ def create_app(controller: Controller) -> FastAPI:
         app.include_router(module.router)
     install_metrics(app, controller)  # GET /metrics: the scrape token or an admin's
     app.include_router(web.router)  # the portal's pages (docs/portal.md)
+    app.include_router(web_usage.router)  # the portal's Usage page (docs/accounting.md)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     install_api_docs(app)  # GET /docs: Swagger UI, offline
 

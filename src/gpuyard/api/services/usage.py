@@ -77,10 +77,11 @@ def parse_window(since: str | None, until: str | None, now: float) -> Window:
 
 
 def _time(value: str, now: float, path: str) -> float:
+    """A bound of the window: before 1970 is 1970 (nothing is older); after 9998 a 422."""
     t = parse_since(value, now, path)
-    if not 0 <= t < LATEST:
-        raise InvalidInput("invalid request", [(path, "must be between 1970 and 9998")])
-    return t
+    if t >= LATEST:
+        raise InvalidInput("invalid request", [(path, "must be before 9999")])
+    return max(0.0, t)
 
 
 # -- grouping --------------------------------------------------------------------------
