@@ -39,6 +39,8 @@ ANSWERS: dict[tuple[str, str], tuple[int, Any]] = {
     ("GET", "/api/v1/nodes"): (200, {"nodes": []}),
     ("GET", "/api/v1/queue"): (200, {"cluster": [], "tenants": []}),
     ("GET", "/api/v1/usage"): (200, {"rows": [], "total": {"tenant": "*"}}),
+    ("GET", "/api/v1/users/admin/notifications"): (200, {"user": "admin", "notify": "off"}),
+    ("GET", "/api/v1/settings/mail"): (200, {"host": None}),
     ("GET", "/api/v1/whoami"): (200, {"name": "admin", "role": "platform-admin", "admin": True,
                                       "memberships": []}),
 }
@@ -131,6 +133,7 @@ def test_fast_commands_import_only_the_standard_library(
     ["show", "j-7f3a"], ["cancel", "j-7f3a"], ["nodes"], ["queue"], ["whoami"],
     ["cancel", "--name", "t*", "--yes"], ["resubmit", "j-7f3a", "--set", "a=1"],
     ["hold", "j-7f3a"], ["priority", "j-7f3a", "-3"], ["usage", "--by", "job", "-o", "csv"],
+    ["notify"], ["admin", "mail", "show"],
     ["submit", "SPEC", "--wait"], ["--help"], ["admin", "--help"], ["jobs", "--help"],
 ])
 def test_client_commands_import_no_server_scheduler_or_simulator_code(

@@ -23,6 +23,7 @@ from rich.text import Text
 
 from gpuyard.cli.admin_nodes import node_app
 from gpuyard.cli.basics import print_json
+from gpuyard.cli.notify import mail_app
 from gpuyard.cli.render_admin import (
     render_members,
     render_new_token,
@@ -45,6 +46,7 @@ admin_app.add_typer(user_app, name="user")
 admin_app.add_typer(token_app, name="token")
 admin_app.add_typer(member_app, name="member")
 admin_app.add_typer(node_app, name="node")
+admin_app.add_typer(mail_app, name="mail")  # the SMTP relay (gpuyard.cli.notify)
 
 
 # -- pure helpers (tested directly) ----------------------------------------------------

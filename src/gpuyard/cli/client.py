@@ -182,6 +182,16 @@ class ApiClient:
         """GET /api/v1/usage?by=&since=&until=&tenant= → `{"rows", "total", ...}`."""
         return self._json("GET", f"{API}/usage", params=params)
 
+    def notifications(self, user: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        """GET (or PUT `body`) /api/v1/users/{user}/notifications → `{"user", "email", ...}`."""
+        path = f"{API}/users/{quote(user, safe='')}/notifications"
+        return self._json("GET", path) if body is None else self._json("PUT", path, json=body)
+
+    def mail_settings(self, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        """GET (or PUT `body`) /api/v1/settings/mail → the relay, never its password."""
+        path = f"{API}/settings/mail"
+        return self._json("GET", path) if body is None else self._json("PUT", path, json=body)
+
     # -- users, tokens, tenants ------------------------------------------------------
 
     def whoami(self) -> dict[str, Any]:

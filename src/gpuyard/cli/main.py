@@ -1,6 +1,7 @@
 """The `gpuyard` commands: submit, jobs, show, logs, nodes, queue; cancel, resubmit, hold,
-release and priority (`gpuyard.cli.control`); usage (`gpuyard.cli.usage`); login and whoami
-(`gpuyard.cli.login`); the `admin` group (`gpuyard.cli.admin`).
+release and priority (`gpuyard.cli.control`); usage (`gpuyard.cli.usage`); notify
+(`gpuyard.cli.notify`); login and whoami (`gpuyard.cli.login`); the `admin` group
+(`gpuyard.cli.admin`, its `mail` commands in `gpuyard.cli.notify`).
 
 The app talks to the server over HTTP only (`ApiClient`). The server URL comes from
 `--url`, `GPUYARD_URL` or the saved login; the token from `GPUYARD_TOKEN` or the saved login
@@ -46,6 +47,7 @@ from gpuyard.cli.client import ApiError
 from gpuyard.cli.control import COMMANDS, priority
 from gpuyard.cli.follow import JobWatcher
 from gpuyard.cli.login import login, whoami
+from gpuyard.cli.notify import notify
 from gpuyard.cli.render import (
     final_status,
     render_job,
@@ -322,3 +324,4 @@ for _name, _command in COMMANDS.items():
 # `gpuyard priority JOB -5`: a negative N is the number, not an unknown option
 app.command(context_settings={"ignore_unknown_options": True})(priority)
 app.command()(usage)  # accounting (gpuyard.cli.usage)
+app.command()(notify)  # job e-mails (gpuyard.cli.notify)

@@ -12,7 +12,8 @@ One cycle, in order (each phase loads, does its I/O outside any transaction, the
 4. schedule  — snapshot → `scheduler.schedule` → bind in the store → start on the engine.
 
 Each cycle is timed, each first start observes its queueing delay, and each job that ends is
-counted and, if its spec names a `webhook`, notified (`webhooks.py`, never blocking the cycle).
+counted and, if its spec names a `webhook`, notified (`webhooks.py`), and its owner mailed if
+they asked (`mailer.py`), neither blocking the cycle.
 
 The database is the truth and the engine is told: a decision is written before it is acted
 on, so the first cycle after a restart reconciles (adopts live tasks, records exits that
@@ -46,6 +47,7 @@ from gpuyard.controller.lifecycle import (
     task_end_state,
 )
 from gpuyard.controller.logs import TaskLogs
+from gpuyard.controller.mailer import MailDispatcher
 from gpuyard.controller.nodeops import (
     NODE_DRAINED,
     drain_preemptions,
@@ -106,6 +108,7 @@ class Controller:
         instruments: Instruments | None = None,
         gpu_utilization: UtilizationReader | None = None,
         webhooks: WebhookDispatcher | None = None,
+        mailer: MailDispatcher | None = None,
         port_range: tuple[int, int] = DEFAULT_PORT_RANGE,
         backoff: Backoff | None = None,
     ) -> None:
@@ -132,6 +135,9 @@ class Controller:
         self.webhooks = (
             webhooks if webhooks is not None else WebhookDispatcher(self.instruments)
         )  # (an empty dispatcher is falsy: it has a length)
+        self.mailer = (
+            mailer if mailer is not None else MailDispatcher(store.notify, self.instruments)
+        )  # owners' e-mails on job ends (mailer.py), the same kind of worker
         self.gpu_utilization = gpu_utilization  # None: no readings (fake or no NVML)
         self._idle = IdleWatch(gpu_utilization) if gpu_utilization else None
 
@@ -141,6 +147,7 @@ class Controller:
         self._halt.clear()
         self.engine.watch(self.wake)
         self.webhooks.start()
+        self.mailer.start()
         self._thread = threading.Thread(target=self._run, name="gpuyard-controller", daemon=True)
         self._thread.start()
 
@@ -150,6 +157,7 @@ class Controller:
         if self._thread:
             self._thread.join(timeout=10)
         self.webhooks.stop()
+        self.mailer.stop()
 
     def idle_jobs(self) -> dict[str, str]:
         """Job id → tenant of the running jobs whose GPUs are idle past their window."""
@@ -481,13 +489,14 @@ class Controller:
 
     def _ended(self, job: JobRecord) -> None:
         """A job reached an end state: count it, learn its run time if it succeeded, notify
-        its webhook, forget its spec."""
+        its webhook and its owner, forget its spec."""
         self.instruments.jobs_finished.labels(job.tenant, str(job.state)).inc()
         if job.state == JobState.SUCCEEDED:
             self.runtimes.job_succeeded(job)
         url = self._spec(job).webhook
         if url:
             self.webhooks.enqueue(url, job_payload(job))
+        self.mailer.job_ended(job)  # its owner's e-mail, if they asked (never waits)
         self._specs.pop(job.id, None)
 
     def _spec(self, job: JobRecord) -> JobSpec:

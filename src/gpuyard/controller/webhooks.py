@@ -1,9 +1,10 @@
 """Job webhooks: a POST with a JSON body to a job's `webhook` URL when it ends.
 
-The controller only enqueues (never blocks its cycle); one background thread sends. The
-queue is bounded: when it is full the oldest notification is dropped and counted
-(`gpuyard_webhook_dropped_total`). A failed POST (a connection error or a non-2xx answer) is
-tried again with exponential backoff, at most `max_attempts` times in all.
+The controller only enqueues (never blocks its cycle); one background thread sends
+(`retryqueue.RetryQueue`, which job e-mails share). The queue is bounded: when it is full
+the oldest notification is dropped and counted (`gpuyard_webhook_dropped_total`). A failed
+POST (a connection error or a non-2xx answer) is tried again with exponential backoff, at
+most `max_attempts` times in all.
 
 Each send first checks where the URL's host resolves (`webhookguard`): an address the job's
 tenant may not reach (loopback, link-local, private, unless a platform admin allowed them) is
@@ -14,16 +15,16 @@ address checked, with the URL's host name in `Host` and in TLS (SNI and certific
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections import deque
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
 from gpuyard import __version__
+from gpuyard.controller.retryqueue import RetryQueue
 from gpuyard.controller.webhookguard import PrivatePolicy, WebhookRefused, checked_address
 from gpuyard.metrics import Instruments
 from gpuyard.store import JobRecord
@@ -37,8 +38,6 @@ USER_AGENT = f"gpuyard/{__version__}"
 class Delivery:
     url: str
     body: dict[str, Any]
-    attempt: int = 0  # attempts made so far
-    due: float = 0.0  # monotonic time of the next attempt
 
 
 def job_payload(job: JobRecord) -> dict[str, Any]:
@@ -67,7 +66,9 @@ def _iso(t: float | None) -> str | None:
     return datetime.fromtimestamp(t, UTC).isoformat() if t is not None else None
 
 
-class WebhookDispatcher:
+class WebhookDispatcher(RetryQueue[Delivery]):
+    thread_name = "gpuyard-webhooks"
+
     def __init__(
         self,
         instruments: Instruments,
@@ -79,21 +80,15 @@ class WebhookDispatcher:
         timeout_s: float = 5.0,
         private_allowed: PrivatePolicy | None = None,
     ) -> None:
+        super().__init__(
+            max_queue=max_queue,
+            max_attempts=max_attempts,
+            backoff_s=backoff_s,
+            max_backoff_s=max_backoff_s,
+        )
         self._metrics = instruments
         self._private_allowed = private_allowed or _nobody
-        self._max_queue = max_queue
-        self._max_attempts = max_attempts
-        self._backoff_s = backoff_s
-        self._max_backoff_s = max_backoff_s
         self._timeout_s = timeout_s
-        self._queue: deque[Delivery] = deque()
-        self._cond = threading.Condition()
-        self._halt = False
-        self._thread: threading.Thread | None = None
-
-    def __len__(self) -> int:
-        with self._cond:
-            return len(self._queue)
 
     def allow_private_for(self, policy: PrivatePolicy) -> None:
         """Which tenants' webhooks may reach private addresses (none until this is called;
@@ -102,74 +97,40 @@ class WebhookDispatcher:
 
     def enqueue(self, url: str, body: dict[str, Any]) -> None:
         """Queue a notification; never blocks (a full queue drops its oldest)."""
-        self._put(Delivery(url, body, 0, time.monotonic()))
+        self.put(Delivery(url, body))
 
-    def start(self) -> None:
-        with self._cond:
-            if self._thread is not None:
-                return
-            self._halt = False
-            self._thread = threading.Thread(target=self._run, name="gpuyard-webhooks", daemon=True)
-            self._thread.start()
-
-    def stop(self, timeout_s: float = 5.0) -> None:
-        with self._cond:
-            self._halt = True
-            self._cond.notify_all()
-            thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join(timeout_s)
-
-    def _put(self, d: Delivery) -> None:
-        with self._cond:
-            if len(self._queue) >= self._max_queue:
-                dropped = self._queue.popleft()
-                self._metrics.webhook_dropped.inc()
-                log.warning("webhook queue full: dropped the notification for %s", dropped.url)
-            self._queue.append(d)
-            self._metrics.webhook_queue.set(len(self._queue))
-            self._cond.notify_all()
-
-    def _run(self) -> None:
+    @contextmanager
+    def _connection(self) -> Iterator[httpx.Client]:
         with httpx.Client(timeout=self._timeout_s, headers={"User-Agent": USER_AGENT}) as http:
-            while (d := self._next()) is not None:
-                self._send(http, d)
+            yield http
 
-    def _next(self) -> Delivery | None:
-        """The next due delivery (waiting for one), or None once stopped."""
-        with self._cond:
-            while not self._halt:
-                now = time.monotonic()
-                due = [d for d in self._queue if d.due <= now]
-                if due:
-                    self._queue.remove(due[0])
-                    self._metrics.webhook_queue.set(len(self._queue))
-                    return due[0]
-                wait = min((d.due for d in self._queue), default=now + 60) - now
-                self._cond.wait(max(0.01, wait))
-            return None
+    def _dropped(self, d: Delivery) -> None:
+        self._metrics.webhook_dropped.inc()
+        log.warning("webhook queue full: dropped the notification for %s", d.url)
 
-    def _send(self, http: httpx.Client, d: Delivery) -> None:
-        attempt = d.attempt + 1
+    def _queued(self, length: int) -> None:
+        self._metrics.webhook_queue.set(length)
+
+    def _retrying(self, d: Delivery, attempt: int, problem: str, delay: float) -> None:
+        log.info("webhook %s: try %d failed (%s), again in %.1fs", d.url, attempt, problem, delay)
+
+    def _gave_up(self, d: Delivery, attempts: int, problem: str) -> None:
+        self._metrics.webhook_deliveries.labels("failed").inc()
+        log.warning("webhook %s failed %d times, giving up: %s", d.url, attempts, problem)
+
+    def _attempt(self, http: httpx.Client, d: Delivery) -> str | None:
         try:
             answer = self._post(http, d)
             if answer.is_success:
                 self._metrics.webhook_deliveries.labels("delivered").inc()
-                return
-            problem = f"HTTP {answer.status_code}"
+                return None
+            return f"HTTP {answer.status_code}"
         except WebhookRefused as e:
             self._metrics.webhook_deliveries.labels("refused").inc()
             log.warning("webhook %s refused, not sent: %s", d.url, e)
-            return
+            return None
         except (httpx.HTTPError, OSError) as e:  # OSError: the name did not resolve
-            problem = f"{type(e).__name__}: {e}"
-        if attempt >= self._max_attempts:
-            self._metrics.webhook_deliveries.labels("failed").inc()
-            log.warning("webhook %s failed %d times, giving up: %s", d.url, attempt, problem)
-            return
-        delay = min(self._max_backoff_s, self._backoff_s * 2 ** (attempt - 1))
-        log.info("webhook %s: try %d failed (%s), again in %.1fs", d.url, attempt, problem, delay)
-        self._put(replace(d, attempt=attempt, due=time.monotonic() + delay))
+            return f"{type(e).__name__}: {e}"
 
     def _post(self, http: httpx.Client, d: Delivery) -> httpx.Response:
         """POST to the address `d.url`'s host resolves to now, once it passed the guard."""

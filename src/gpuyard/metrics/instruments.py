@@ -65,6 +65,12 @@ class Instruments:
         self.webhook_queue = Gauge(
             "gpuyard_webhook_queue_length", "Notifications waiting to be sent.", registry=None
         )
+        self.mail_deliveries = Counter(
+            "gpuyard_mail_deliveries",
+            "Job e-mails by outcome: sent; failed after every attempt; dropped (queue full).",
+            ["outcome"],
+            registry=None,
+        )
 
     def collect(self) -> Iterator[Metric]:
         for metric in (
@@ -77,5 +83,6 @@ class Instruments:
             self.webhook_attempts,
             self.webhook_dropped,
             self.webhook_queue,
+            self.mail_deliveries,
         ):
             yield from metric.collect()

@@ -35,6 +35,7 @@ from gpuyard.store.nodes import (
     PortsExhausted,
     TaskPorts,
 )
+from gpuyard.store.notify import MailSettings, NotifyPrefs, NotifyRepo, NotifyWhen
 from gpuyard.store.records import EventRecord, JobRecord, Pending, TaskRecord
 from gpuyard.store.secrets import SecretBox
 from gpuyard.store.tenants import (
@@ -69,6 +70,7 @@ class Store:
     usage: UsageRepo
     secrets: SecretBox  # seals the secret values of job specs (<data dir>/secrets.key)
     accounting: AccountingRepo  # the usage roll-up (store/rollup.py, docs/accounting.md)
+    notify: NotifyRepo  # e-mail notifications: users' addresses, the SMTP relay
 
     def close(self) -> None:
         self.engine.dispose()
@@ -99,11 +101,16 @@ def open_store(
         UsageRepo(sessions),
         secrets,
         AccountingRepo(sessions),
+        NotifyRepo(sessions, clk, secrets),
     )
 
 
 __all__ = [
     "AccountingRepo",
+    "MailSettings",
+    "NotifyPrefs",
+    "NotifyRepo",
+    "NotifyWhen",
     "JobWait",
     "UsageHour",
     "EventRecord",
