@@ -89,6 +89,7 @@ log = logging.getLogger("gpuyard.controller")
 
 NODE_RECORD_INTERVAL_S = 30.0
 ROLLUP_INTERVAL_S = 60.0  # how often the usage roll-up accounts the task rows (rollup.py)
+ROLLUP_AFTER_END_S = 5.0  # sooner once a job ended, so its use shows within seconds
 BACKOFF = "PlatformBackoff"  # the pending code of a job waiting out a platform failure
 HELD = "Held"  # the pending code of a job held by `gpuyard hold`
 MAX_PARALLEL_STARTS = 8
@@ -130,6 +131,7 @@ class Controller:
         self._thread: threading.Thread | None = None
         self._nodes_recorded_at = float("-inf")
         self.rolled_up_at: float | None = None  # the last usage roll-up (controller clock)
+        self._job_ended_since_roll_up = False
         self.cycles = 0
         self.instruments = instruments if instruments is not None else Instruments()
         self.webhooks = (
@@ -497,6 +499,7 @@ class Controller:
         if url:
             self.webhooks.enqueue(url, job_payload(job))
         self.mailer.job_ended(job)  # its owner's e-mail, if they asked (never waits)
+        self._job_ended_since_roll_up = True
         self._specs.pop(job.id, None)
 
     def _spec(self, job: JobRecord) -> JobSpec:
@@ -506,11 +509,15 @@ class Controller:
         return spec
 
     def _roll_up(self) -> None:
-        """Account the task rows in the usage roll-up, every `ROLLUP_INTERVAL_S`."""
+        """Account the task rows in the usage roll-up, every `ROLLUP_INTERVAL_S`, or every
+        `ROLLUP_AFTER_END_S` while jobs end."""
         now = self.clock.now()
-        if self.rolled_up_at is None or now - self.rolled_up_at >= ROLLUP_INTERVAL_S:
+        since = None if self.rolled_up_at is None else now - self.rolled_up_at
+        wait = ROLLUP_AFTER_END_S if self._job_ended_since_roll_up else ROLLUP_INTERVAL_S
+        if since is None or since >= wait:
             self.store.accounting.roll_up(now)
             self.rolled_up_at = now
+            self._job_ended_since_roll_up = False
 
     def _record_nodes(self, nodes: list[Node]) -> None:
         now = self.clock.now()
