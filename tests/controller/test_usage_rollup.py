@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from builders import make_node
 from gpuyard.model import ManualClock, TaskReason, TaskState
 from gpuyard.spec import parse_job_spec
-from gpuyard.store import NewJob, NewTask, Store, open_store
+from gpuyard.store import NewJob, NewTask, Store, open_store, rollup
 from gpuyard.store.rollup import hour_slices
 
 T0 = 1_000_000.0 - 1234.5  # not on an hour
@@ -142,3 +142,17 @@ def test_a_task_rolled_while_running_then_ended_earlier_is_corrected(tmp_path: P
     assert hour.gpu_seconds == pytest.approx(60.0)
     store.accounting.roll_up(T0 + 300)  # done: nothing more
     assert store.accounting.hours(0.0, T0 + 7200)[0].gpu_seconds == pytest.approx(60.0)
+
+
+def test_a_long_history_is_rolled_up_over_several_passes(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(rollup, "BATCH", 2)
+    store = _store(tmp_path)
+    for i in range(5):
+        tid = _bind(store, Run("n1", (0,), 0, 1000, 0, None, 0, False))
+        store.jobs.task_running(tid, T0 + i)
+        store.jobs.task_ended(tid, TaskState.SUCCEEDED, 0, "Completed", None, T0 + i + 100)
+    store.accounting.roll_up(T0 + 1000)
+    assert sum(h.gpu_seconds for h in store.accounting.hours(0.0, T0 + 7200)) == 200.0
+    store.accounting.roll_up(T0 + 1001)
+    store.accounting.roll_up(T0 + 1002)
+    assert sum(h.gpu_seconds for h in store.accounting.hours(0.0, T0 + 7200)) == 500.0

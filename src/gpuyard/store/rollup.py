@@ -28,6 +28,7 @@ from gpuyard.store.tables import JobRow, TaskRow, UsageHourRow, UsageJobRow
 from gpuyard.store.usage import GpuMemory, gpu_memory, gpus_held
 
 HOUR = 3600.0
+BATCH = 20_000  # task rows a pass accounts at the most (a store's history: over a few passes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +99,13 @@ def load(sessions: sessionmaker[Session]) -> tuple[list[TaskSpan], list[JobStart
         .join(JobRow, JobRow.id == TaskRow.job_id)
         .where(TaskRow.usage_done.is_(False))
         .where(TaskRow.started_at.is_not(None) | TaskRow.finished_at.is_not(None))
+        .order_by(TaskRow.id)
+        .limit(BATCH)
     )
     waits = select(UsageJobRow.job_id)
-    starts = select(JobRow).where(JobRow.started_at.is_not(None), JobRow.id.not_in(waits))
+    starts = (
+        select(JobRow).where(JobRow.started_at.is_not(None), JobRow.id.not_in(waits)).limit(BATCH)
+    )
     with sessions() as s:
         memory = gpu_memory(s)
         spans = [_span(row, t, o, n, memory) for row, t, o, n in s.execute(tasks)]
