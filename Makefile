@@ -6,8 +6,10 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # what running needs (make run): OCI runtimes, image tools, task networks, a venv
 RUN_APT  := crun runc python3-venv umoci skopeo containernetworking-plugins nftables iproute2
 # what only the tests add (make test): a C compiler and Python headers (the fake NVML library,
-# make compiled), busybox (test images), chromium (portal tests), prometheus (promtool in lint)
-TEST_APT := gcc python3-dev busybox-static chromium prometheus
+# make compiled), busybox (test images), chromium (portal tests), prometheus (promtool in lint),
+# postgresql (the server the store/controller/API tests start themselves: docs/postgresql.md;
+# its binaries only: no cluster or service is used)
+TEST_APT := gcc python3-dev busybox-static chromium prometheus postgresql
 # torch only in tests (tests/ray's DDP job), and only ever the CPU wheel: the pin's local
 # version (+cpu) is not on PyPI, so a missing CPU index fails instead of pulling CUDA's 4 GB
 TORCH       := torch==2.13.0+cpu
@@ -36,7 +38,7 @@ apt_install = @missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || miss
 system: ## what running needs: OCI runtimes, image tools (umoci, skopeo), CNI plugins + nftables + iproute2 (task networks)
 	$(call apt_install,$(RUN_APT))
 
-system-test: ## what the tests add: gcc + Python headers, busybox, chromium, prometheus
+system-test: ## what the tests add: gcc + Python headers, busybox, chromium, prometheus, postgresql
 	$(call apt_install,$(TEST_APT))
 
 # a second `make run` while one runs: say who holds the port, before installing or starting
@@ -78,7 +80,7 @@ lint: venv-test
 	promtool check config --syntax-only deploy/prometheus/prometheus.yml  # (the token file is the server's)
 
 test: system system-test venv-test host lint ## every test, real containers and a real server included
-	$(BIN)/pytest -q
+	GPUYARD_TEST_PG=require $(BIN)/pytest -q
 	$(MAKE) test-compiled
 
 compiled: $(COMPILED)/.built ## a copy of the package with the scheduler compiled (mypyc)

@@ -1,12 +1,17 @@
-"""Shared test setup: make tests/ importable for the builders."""
+"""Shared test setup: make tests/ importable for the builders; the store's backends (SQLite,
+and PostgreSQL on a server the session starts: tests/backends.py)."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from collections.abc import Iterator  # noqa: E402
+
 import pytest  # noqa: E402
 
+from backends import PG, ROUTER, SQLITE, backend_params, routed, start_server  # noqa: E402
+from pgserver import PgServer  # noqa: E402
 from tasknetworks import nodes_under, random_subnets, remove_node_network  # noqa: E402
 
 
@@ -22,3 +27,38 @@ def task_subnets(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     yield subnet, network
     for tag in nodes_under(tmp) if tmp is not None else ():
         remove_node_network(tag)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer | str]:
+    """The session's PostgreSQL server (tests/pgserver.py), started on first use and stopped
+    at the session's end, or the reason there is none."""
+    yield from start_server()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """`db_backend`: SQLite and PostgreSQL (tests/backends.py), module by module."""
+    if "db_backend" in metafunc.fixturenames:
+        metafunc.parametrize("db_backend", backend_params(metafunc), indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def db_backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The backend this module's stores open on: `sqlite`, or `pg` (routed to the server)."""
+    if request.param == SQLITE:
+        yield SQLITE
+        return
+    for router in routed(request.getfixturevalue("pg_server")):
+        request.config.stash[ROUTER] = router
+        yield PG
+        del request.config.stash[ROUTER]
+
+
+@pytest.fixture
+def fresh_databases(request: pytest.FixtureRequest, db_backend: str) -> Iterator[None]:
+    """The PostgreSQL databases a test made dropped after it (its module's stay)."""
+    router = request.config.stash.get(ROUTER, None) if db_backend == PG else None
+    count = len(router.urls) if router else 0
+    yield
+    if router:
+        router.drop_since(count)

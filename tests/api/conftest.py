@@ -1,5 +1,6 @@
-"""The real API (`create_app`) over a real store on tmp SQLite and the real controller on the
-fake engine: a small world of two tenants, users in every role, and one job in each tenant.
+"""The real API (`create_app`) over a real store (tmp SQLite, or PostgreSQL: tests/backends.py)
+and the real controller on the fake engine: a small world of two tenants, users in every
+role, and one job in each tenant.
 
 | user      | platform | red          | blue   |
 |-----------|----------|--------------|--------|
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from backends import on_each_backend  # noqa: F401 - autouse: SQLite and PostgreSQL
 from builders import make_node
 from fake_engine import FakeEngine
 from gpuyard.api import create_app
@@ -81,8 +83,9 @@ def world(tmp_path: Path) -> Iterator[World]:
 
 
 @pytest.fixture(scope="module")
-def shared_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    """One world for a module's read-only tests (much faster than one world each)."""
+def shared_world(tmp_path_factory: pytest.TempPathFactory, db_backend: str) -> Iterator[World]:
+    """One world for a module's read-only tests (much faster than one world each), on the
+    module's backend."""
     yield from build_world(tmp_path_factory.mktemp("world"))
 
 

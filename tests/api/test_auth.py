@@ -28,6 +28,7 @@ def test_401_challenges_and_says_how_to_log_in(shared_world, header, error):
     assert "gpuyard login --url URL --token-file FILE" in r.json()["detail"]
 
 
+@pytest.mark.sqlite_only
 def test_tokens_are_stored_only_as_hashes(world, tmp_path):
     secret = world.tokens["alice"]
     assert secret.startswith("gy_") and len(secret) > 40

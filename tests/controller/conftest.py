@@ -1,5 +1,5 @@
 """What every controller test starts from: a manual clock at a fixed time and a store on it
-(each test module brings its own fake cluster and controller)."""
+(each test module brings its own fake cluster and controller); on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from backends import on_each_backend  # noqa: F401 - autouse: SQLite and PostgreSQL
 from gpuyard.model import ManualClock
 from gpuyard.store import Store, open_store
 

@@ -82,6 +82,7 @@ def test_preemptions_are_counted_and_given_to_the_view(store, engine, clock):
 EVENT = "INSERT INTO events (job_id, time, attempt, task, from_state, to_state, reason) VALUES "
 
 
+@pytest.mark.sqlite_only
 def test_the_migration_counts_preemptions_from_the_events(tmp_path: Path):
     engine = make_engine(sqlite_url(tmp_path))
     cfg = alembic_config()

@@ -79,11 +79,13 @@ class Store:
 def open_store(
     data_dir: Path | None = None, url: str | None = None, clock: Clock | None = None
 ) -> Store:
-    """Open (and migrate) the store: `url` if given, else SQLite under `data_dir`."""
+    """Open (and migrate) the store: `url` if given (SQLite or PostgreSQL), else SQLite under
+    `data_dir`; `data_dir` also keeps the key that seals secrets (made if missing)."""
+    if data_dir is not None:
+        data_dir.mkdir(parents=True, exist_ok=True)
     if url is None:
         if data_dir is None:
             raise ValueError("open_store needs a data_dir or a url")
-        data_dir.mkdir(parents=True, exist_ok=True)
         private_sqlite(data_dir)
         url = sqlite_url(data_dir)
     engine = make_engine(url)

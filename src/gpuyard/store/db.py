@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from alembic import command
@@ -33,15 +34,29 @@ def private_sqlite(data_dir: Path) -> None:
             pass
 
 
+# execution option of the write transactions (`Sessions.begin`): on SQLite they begin
+# IMMEDIATE (the write lock taken first, so what they read is what they write over); on
+# PostgreSQL the rows they change are read FOR UPDATE (store/jobs.py)
+WRITE = "gpuyard_write"
+
+
 def make_engine(url: str) -> Engine:
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True)
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
     event.listen(engine, "connect", _sqlite_pragmas)
+    event.listen(engine, "begin", _sqlite_begin)
     return engine
 
 
+def _sqlite_begin(conn) -> None:  # type: ignore[no-untyped-def]
+    """BEGIN ourselves (pysqlite's own begins only at the first write, after the reads):
+    IMMEDIATE for write transactions, deferred (a consistent snapshot) for reads."""
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(WRITE) else "BEGIN")
+
+
 def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+    dbapi_conn.isolation_level = None  # no implicit BEGIN: _sqlite_begin says when
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
@@ -64,5 +79,21 @@ def migrate(engine: Engine) -> None:
         command.upgrade(cfg, "head")
 
 
-def session_factory(engine: Engine) -> sessionmaker[Session]:
-    return sessionmaker(engine, expire_on_commit=False)
+class Sessions:
+    """The repos' sessions: `sessions()` to read, `sessions.begin()` for a write transaction
+    (one that reads rows and writes over them: see WRITE)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._read = sessionmaker(engine, expire_on_commit=False)
+        writer = engine.execution_options(**{WRITE: True})
+        self._write = sessionmaker(writer, expire_on_commit=False)
+
+    def __call__(self) -> Session:
+        return self._read()
+
+    def begin(self) -> AbstractContextManager[Session]:
+        return self._write.begin()
+
+
+def session_factory(engine: Engine) -> Sessions:
+    return Sessions(engine)

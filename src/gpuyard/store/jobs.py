@@ -71,6 +71,9 @@ ETA_SLACK_S = 5.0
 # The reason of the events that record a spec's warnings (gpuyard.spec.notices.EVENT_REASON).
 SPEC_WARNING = "SpecWarning"
 
+# The PostgreSQL advisory lock key that serializes submissions (`_next_seq`): "gpyd" + 1.
+SUBMIT_LOCK = 0x67707964_00000001
+
 # A cancel overrides a timeout, which overrides a preemption: what the user asked for wins.
 _STOP_PRECEDENCE = {"Preempted": 1, "IdleGPU": 2, "Timeout": 2, "Cancelled": 3}
 
@@ -188,7 +191,7 @@ class JobRepo:
         """An event that changes nothing (from = to = the job's state), e.g. `IdleGPU`."""
         now = self._clock.now()
         with self._sessions.begin() as s:
-            row = s.get(JobRow, job_id)
+            row = _locked(s, job_id)
             if row is None or JobState(row.state).is_final:
                 return False
             st = JobState(row.state)
@@ -247,7 +250,7 @@ class JobRepo:
     def submit(self, job: NewJob) -> JobRecord:
         now = self._clock.now()
         with self._sessions.begin() as s:
-            seq = (s.scalar(select(func.max(JobRow.seq))) or 0) + 1
+            seq = _next_seq(s)
             row = JobRow(
                 id=uuid.uuid4().hex[:12],
                 seq=seq,
@@ -280,7 +283,7 @@ class JobRepo:
         The controller does the stopping. A stronger reason replaces a weaker one.
         """
         with self._sessions.begin() as s:
-            row = s.get(JobRow, job_id)
+            row = _locked(s, job_id)
             if row is None:
                 raise JobNotFound(job_id)
             if JobState(row.state).is_final:
@@ -300,7 +303,7 @@ class JobRepo:
         """The one way a job changes state: checked against the table, recorded as an event."""
         now = self._clock.now()
         with self._sessions.begin() as s:
-            row = s.get(JobRow, job_id)
+            row = _locked(s, job_id)
             if row is None:
                 raise JobNotFound(job_id)
             _move(s, row, to, reason, message, now)
@@ -327,8 +330,10 @@ class JobRepo:
         """
         now = self._clock.now()
         with self._sessions.begin() as s:
-            row = s.get(JobRow, job_id)
+            row = _locked(s, job_id)
             if row is None or row.state != JobState.QUEUED or row.attempt != attempt:
+                return []
+            if row.held_by is not None:  # held since the cycle read the queue
                 return []
             how = "Scheduled (opportunistic)" if any(n > 0 for _, n in borrowed) else "Scheduled"
             _move(s, row, JobState.SCHEDULED, how, _where(tasks), now)
@@ -357,7 +362,7 @@ class JobRepo:
 
     def task_running(self, task_id: int, started_at: float) -> bool:
         with self._sessions.begin() as s:
-            row = s.get(TaskRow, task_id)
+            row = s.get(TaskRow, task_id, with_for_update=True)
             if row is None or row.state != TaskState.STARTING:
                 return False
             row.state, row.started_at = TaskState.RUNNING, started_at
@@ -370,7 +375,7 @@ class JobRepo:
         task and, when it changed, told as an event; False if nothing was written."""
         now = self._clock.now()
         with self._sessions.begin() as s:
-            row = s.get(TaskRow, task_id)
+            row = s.get(TaskRow, task_id, with_for_update=True)
             if row is None or row.state != TaskState.STARTING:
                 return False
             if (row.reason, row.message) == (reason, message):
@@ -390,7 +395,7 @@ class JobRepo:
     ) -> bool:
         """Record a task's end exactly once: False if it was already recorded."""
         with self._sessions.begin() as s:
-            row = s.get(TaskRow, task_id)
+            row = s.get(TaskRow, task_id, with_for_update=True)
             if row is None or row.state not in ACTIVE_TASK_STATES:
                 return False
             s.add(_task_event(row, TaskState(row.state), state, reason, message, finished_at))
@@ -408,16 +413,44 @@ class JobRepo:
         if not reasons:
             return
         with self._sessions.begin() as s:
-            for row in s.scalars(select(JobRow).where(JobRow.id.in_(list(reasons)))):
-                if row.state == JobState.QUEUED and _pending_changed(row, reasons[row.id]):
+            for row in _lock_changed(s, reasons):
+                if row.state == JobState.QUEUED:
                     _write_pending(row, reasons[row.id])
 
 
+def _lock_changed(s: Session, reasons: Mapping[str, Pending]) -> Sequence[JobRow]:
+    """The queued jobs whose pending reason changed, read again FOR UPDATE on PostgreSQL
+    (only those: locking every queued row each cycle would write every one), in id order so
+    that two writers never wait on each other."""
+    rows = s.scalars(select(JobRow).where(JobRow.id.in_(list(reasons))))
+    changed = [
+        r.id for r in rows if r.state == JobState.QUEUED and _pending_changed(r, reasons[r.id])
+    ]
+    if not changed:
+        return []
+    q = select(JobRow).where(JobRow.id.in_(changed)).order_by(JobRow.id).with_for_update()
+    return s.scalars(q.execution_options(populate_existing=True)).all()
+
+
 def _row(s: Session, job_id: str) -> JobRow:
-    row = s.get(JobRow, job_id)
+    row = _locked(s, job_id)
     if row is None:
         raise JobNotFound(job_id)
     return row
+
+
+def _locked(s: Session, job_id: str) -> JobRow | None:
+    """The job's row, read to be written over: FOR UPDATE on PostgreSQL (a second writer
+    waits, then reads what the first wrote); SQLite's write transactions hold the lock."""
+    return s.get(JobRow, job_id, with_for_update=True)
+
+
+def _next_seq(s: Session) -> int:
+    """The next submission number; on PostgreSQL under a transaction-scoped advisory lock, so
+    concurrent submits (from any server on the database) take turns."""
+    if s.get_bind().dialect.name == "postgresql":
+        s.execute(select(func.pg_advisory_xact_lock(SUBMIT_LOCK)))
+    return (s.scalar(select(func.max(JobRow.seq))) or 0) + 1
 
 
 def _queued_row(s: Session, job_id: str, what: str) -> JobRow:
