@@ -169,3 +169,23 @@ def test_a_window_from_before_1970_starts_in_1970(used, since):
     body = _usage(used, "root", f"?since={since}")
     assert body["since"] == "1970-01-01T00:00:00.000Z"
     assert body["total"]["gpuHours"] == pytest.approx(5)
+
+
+def test_the_queue_length_per_day(world):
+    """A 3-GPU job of red waits (2 of the 4 GPUs are held) while the controller cycles every
+    minute for ten minutes: red's queue held one job for 600 s."""
+    world.submit("amy", spec("red", "waits").replace("gpuNumber: 1", "gpuNumber: 3"))
+    world.ctl.run_cycle()
+    for _ in range(10):
+        _advance(world, 60)
+        world.ctl.run_cycle()
+    queued = world.store.accounting.queued(0.0, world.clock.now() + HOUR)
+    assert {t for _, t, _ in queued} == {"red"}
+    assert sum(s for _, _, s in queued) == pytest.approx(600)
+    daily = world.call("alice", "GET", "/api/v1/usage/daily").json()
+    [red] = daily["avgQueueLength"]
+    day_start = _t(red["points"][0]["day"] + "T00:00:00Z")
+    covered = min(day_start + 86400, _t(daily["until"])) - max(day_start, _t(daily["since"]))
+    assert red["tenant"] == "red"
+    assert red["points"][0]["value"] == pytest.approx(600 / covered)
+    assert world.call("bob", "GET", "/api/v1/usage/daily").json()["avgQueueLength"] == []

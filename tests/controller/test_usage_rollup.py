@@ -156,3 +156,9 @@ def test_a_long_history_is_rolled_up_over_several_passes(tmp_path: Path, monkeyp
     store.accounting.roll_up(T0 + 1001)
     store.accounting.roll_up(T0 + 1002)
     assert sum(h.gpu_seconds for h in store.accounting.hours(0.0, T0 + 7200)) == 500.0
+
+
+def test_the_queue_is_counted_for_the_time_since_the_last_pass():
+    p = rollup.plan([], [], 7300.0, {"red": 2, "blue": 0}, 60.0)
+    assert p.queued_s == {(7200.0, "red"): 120.0}
+    assert rollup.plan([], [], 7300.0, {"red": 2}, 0.0).queued_s == {}

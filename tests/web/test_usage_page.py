@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from api.conftest import World, world  # noqa: F401 - fixtures
+from api.conftest import World, spec, world  # noqa: F401 - fixtures
 from api.test_usage import used  # noqa: F401 - fixture
 from gpuyard.api.schemas.usage import DayPoint, UsageSeries
 from gpuyard.api.services.usagecharts import HEIGHT, lines, nice_top, stacked_bars
@@ -67,3 +67,13 @@ def test_lines_and_an_empty_chart():
     [line] = chart.lines
     assert len(line.points.split()) == 2 and line.dots[0][1] > line.dots[1][1]
     assert stacked_bars([]).empty and lines([]).empty
+
+
+def test_the_usage_page_draws_the_queue_length(world):  # noqa: F811
+    world.submit("amy", spec("red", "waits").replace("gpuNumber: 1", "gpuNumber: 3"))
+    for _ in range(3):
+        world.clock.advance(60)
+        world.ctl.run_cycle()
+    r = page(world, "alice", "/usage")
+    assert 'aria-label="average queue length per tenant per day"' in r.text
+    assert re.search(r"<title>red 1970-01-12: [0-9.e-]+</title></circle>", r.text)

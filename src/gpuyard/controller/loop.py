@@ -514,8 +514,8 @@ class Controller:
         now = self.clock.now()
         since = None if self.rolled_up_at is None else now - self.rolled_up_at
         wait = ROLLUP_AFTER_END_S if self._job_ended_since_roll_up else ROLLUP_INTERVAL_S
-        if since is None or since >= wait:
-            self.store.accounting.roll_up(now)
+        if since is None or since >= wait:  # the queues as now since the last pass (capped)
+            self.store.accounting.roll_up(now, min(since or 0.0, ROLLUP_INTERVAL_S))
             self.rolled_up_at = now
             self._job_ended_since_roll_up = False
 

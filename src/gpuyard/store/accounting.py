@@ -12,7 +12,7 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpuyard.store import rollup
-from gpuyard.store.tables import UsageHourRow, UsageJobRow
+from gpuyard.store.tables import UsageHourRow, UsageJobRow, UsageQueueRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +41,19 @@ class AccountingRepo:
     def __init__(self, sessions: sessionmaker[Session]) -> None:
         self._sessions = sessions
 
-    def roll_up(self, now: float) -> rollup.Plan:
-        """Account the task rows up to `now` (the controller's job)."""
-        return rollup.roll_up(self._sessions, now)
+    def roll_up(self, now: float, elapsed_s: float = 0.0) -> rollup.Plan:
+        """Account the task rows up to `now`, and the queues as they are for the `elapsed_s`
+        since the last pass (the controller's job)."""
+        return rollup.roll_up(self._sessions, now, elapsed_s)
+
+    def queued(
+        self, since: float, until: float, tenants: Collection[str] | None = None
+    ) -> list[tuple[float, str, float]]:
+        """(hour, tenant, queued job-seconds) of the hours starting in [since, until)."""
+        q = select(UsageQueueRow).where(UsageQueueRow.hour >= since, UsageQueueRow.hour < until)
+        q = _of(q, UsageQueueRow.tenant, tenants).order_by(UsageQueueRow.hour)
+        with self._sessions() as s:
+            return [(r.hour, r.tenant, r.queued_job_seconds) for r in s.scalars(q)]
 
     def hours(
         self, since: float, until: float, tenants: Collection[str] | None = None

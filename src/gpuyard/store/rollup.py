@@ -20,11 +20,11 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from gpuyard.model import TaskReason
-from gpuyard.store.tables import JobRow, TaskRow, UsageHourRow, UsageJobRow
+from gpuyard.model import JobState, TaskReason
+from gpuyard.store.tables import JobRow, TaskRow, UsageHourRow, UsageJobRow, UsageQueueRow
 from gpuyard.store.usage import GpuMemory, gpu_memory, gpus_held
 
 HOUR = 3600.0
@@ -73,6 +73,7 @@ class Plan:
     hours: dict[tuple[float, str], HourUse] = field(default_factory=dict)
     marks: list[dict[str, object]] = field(default_factory=list)  # task id, usage_to, done
     starts: list[JobStart] = field(default_factory=list)
+    queued_s: dict[tuple[float, str], float] = field(default_factory=dict)  # hour, tenant
 
 
 def hour_of(t: float) -> float:
@@ -92,8 +93,9 @@ def hour_slices(start: float, end: float) -> Iterator[tuple[float, float]]:
 # -- load ------------------------------------------------------------------------------
 
 
-def load(sessions: sessionmaker[Session]) -> tuple[list[TaskSpan], list[JobStart]]:
-    """The tasks not yet accounted to their end, and the started jobs without a wait row."""
+def load(sessions: sessionmaker[Session]) -> tuple[list[TaskSpan], list[JobStart], dict[str, int]]:
+    """The tasks not yet accounted to their end, the started jobs without a wait row, and
+    how many jobs each tenant has queued now."""
     tasks = (
         select(TaskRow, JobRow.tenant, JobRow.owner, JobRow.name)
         .join(JobRow, JobRow.id == TaskRow.job_id)
@@ -106,11 +108,17 @@ def load(sessions: sessionmaker[Session]) -> tuple[list[TaskSpan], list[JobStart
     starts = (
         select(JobRow).where(JobRow.started_at.is_not(None), JobRow.id.not_in(waits)).limit(BATCH)
     )
+    queued = (
+        select(JobRow.tenant, func.count())
+        .where(JobRow.state == str(JobState.QUEUED))
+        .group_by(JobRow.tenant)
+    )
     with sessions() as s:
         memory = gpu_memory(s)
         spans = [_span(row, t, o, n, memory) for row, t, o, n in s.execute(tasks)]
         started = [_start(j) for j in s.scalars(starts)]
-    return spans, started
+        counts = {tenant: int(n) for tenant, n in s.execute(queued)}
+    return spans, started, counts
 
 
 def _span(row: TaskRow, tenant: str, owner: str | None, name: str, memory: GpuMemory) -> TaskSpan:
@@ -128,11 +136,21 @@ def _start(j: JobRow) -> JobStart:
 # -- plan (pure) -----------------------------------------------------------------------
 
 
-def plan(spans: list[TaskSpan], starts: list[JobStart], now: float) -> Plan:
-    """What to add to which hour, and how far each task is then accounted."""
+def plan(
+    spans: list[TaskSpan],
+    starts: list[JobStart],
+    now: float,
+    queued: dict[str, int] | None = None,
+    elapsed_s: float = 0.0,
+) -> Plan:
+    """What to add to which hour, and how far each task is then accounted; each tenant's
+    queue now, held for the `elapsed_s` since the last pass, as queued job-seconds."""
     out = Plan(starts=starts)
     for span in spans:
         _plan_task(out, span, now)
+    for tenant, n in (queued or {}).items():
+        if n and elapsed_s > 0:
+            out.queued_s[(hour_of(now), tenant)] = n * elapsed_s
     return out
 
 
@@ -167,6 +185,7 @@ def apply(sessions: sessionmaker[Session], p: Plan) -> None:
     """Add the plan's hours, mark its tasks and write its waits, in one transaction."""
     with sessions.begin() as s:
         _add_hours(s, p.hours)
+        _add_queue(s, p.queued_s)
         if p.marks:
             s.execute(update(TaskRow), p.marks)
         for j in p.starts:
@@ -193,6 +212,15 @@ def _add_hours(s: Session, hours: dict[tuple[float, str], HourUse]) -> None:
         row.lost_gpu_seconds += use.lost_s
 
 
+def _add_queue(s: Session, queued_s: dict[tuple[float, str], float]) -> None:
+    for (hour, tenant), seconds in queued_s.items():
+        row = s.get(UsageQueueRow, (hour, tenant))
+        if row is None:
+            row = UsageQueueRow(hour=hour, tenant=tenant, queued_job_seconds=0.0)
+            s.add(row)
+        row.queued_job_seconds += seconds
+
+
 def _wait_row(j: JobStart) -> UsageJobRow:
     return UsageJobRow(
         job_id=j.job_id, tenant=j.tenant, owner=j.owner, name=j.name,
@@ -201,9 +229,10 @@ def _wait_row(j: JobStart) -> UsageJobRow:
     )  # fmt: skip
 
 
-def roll_up(sessions: sessionmaker[Session], now: float) -> Plan:
-    """One pass: load, plan, apply; the plan it applied (for tests and logs)."""
-    spans, starts = load(sessions)
-    p = plan(spans, starts, now)
+def roll_up(sessions: sessionmaker[Session], now: float, elapsed_s: float = 0.0) -> Plan:
+    """One pass: load, plan, apply; the plan it applied (for tests and logs). `elapsed_s`:
+    how long the queues counted now are taken to have been so (since the last pass)."""
+    spans, starts, queued = load(sessions)
+    p = plan(spans, starts, now, queued, elapsed_s)
     apply(sessions, p)
     return p

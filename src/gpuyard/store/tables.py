@@ -195,6 +195,17 @@ class UsageJobRow(Base):
     wait_s: Mapped[float] = mapped_column(Float)
 
 
+class UsageQueueRow(Base):
+    """Queued job-seconds of a tenant in one UTC hour: its queue's length integrated over
+    time, sampled at each roll-up (never compacted); / 3600 is the hour's average length."""
+
+    __tablename__ = "usage_queue"
+
+    hour: Mapped[float] = mapped_column(Float, primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(64), primary_key=True)
+    queued_job_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+
+
 class UserNotifyRow(Base):
     """A user's e-mail address and when to mail them about their jobs (failure | end | off)."""
 

@@ -1,6 +1,6 @@
 """The portal's Usage page (`/usage`): the usage report of `GET /api/v1/usage` as a table,
-and two charts drawn by the server as inline SVG from `GET /api/v1/usage/daily`'s data:
-GPU-hours per tenant per day, and the average wait per tenant per day. The same services,
+and three charts drawn by the server as inline SVG from `GET /api/v1/usage/daily`'s data:
+GPU-hours, the average wait and the average queue length, per tenant per day. The same services,
 the same visibility as the API (docs/accounting.md)."""
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ def usage_page(
         request, "usage.html", session, report=report, by=str(by), since=since,
         choices=SINCE_CHOICES, gpu_chart=stacked_bars(daily.gpu_hours, " h"),
         wait_chart=lines(daily.avg_wait_s, " s"),
+        queue_chart=lines(daily.avg_queue_length, ""),
     )  # fmt: skip
 
 

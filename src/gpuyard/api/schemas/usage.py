@@ -55,3 +55,4 @@ class UsageDaily(Out):
     until: str
     gpu_hours: list[UsageSeries]  # GPU-hours per tenant per day
     avg_wait_s: list[UsageSeries]  # average wait of the jobs first started that day
+    avg_queue_length: list[UsageSeries]  # queued jobs, averaged over the day (in the window)

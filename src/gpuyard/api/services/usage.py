@@ -1,7 +1,8 @@
 """The usage report (`GET /api/v1/usage`, `gpuyard usage`, the portal's Usage page), drawn
 from the usage roll-up (`store/rollup.py`), never from task rows: per tenant, user or job,
 GPU-hours (shared GPUs by their share), CPU-hours, jobs, average and p95 wait to the first
-start, GPU-hours lost to preemption, and for tenants their quota and budget.
+start, GPU-hours lost to preemption, and for tenants their quota and budget; per day, for
+charts, GPU-hours, waits and the average queue length.
 
 The window is cut at whole UTC hours (the roll-up's grain): `since` rounded down, `until` up.
 Who sees what: a platform admin every tenant; anyone with a role in a tenant (viewers too:
@@ -234,7 +235,27 @@ def usage_daily(ctl: Controller, tenants: Collection[str] | None, window: Window
             _series(t, {d: sum(v) / len(v) for d, v in days.items()})
             for t, days in sorted(waits.items())
         ],
+        avg_queue_length=queue_series(ctl, tenants, window),
     )
+
+
+def queue_series(
+    ctl: Controller, tenants: Collection[str] | None, window: Window
+) -> list[UsageSeries]:
+    """Each tenant's queued jobs averaged over each day: its queued job-seconds that day over
+    the day's seconds in the window."""
+    queued: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for hour, tenant, seconds in ctl.store.accounting.queued(window.since, window.until, tenants):
+        queued[tenant][day_of(hour)] += seconds
+    return [
+        _series(t, {d: s / _day_seconds(d, window) for d, s in days.items()})
+        for t, days in sorted(queued.items())
+    ]
+
+
+def _day_seconds(day: str, window: Window) -> float:
+    start = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
+    return max(HOUR, min(start + 86400, window.until) - max(start, window.since))
 
 
 def _series(tenant: str, days: dict[str, float]) -> UsageSeries:

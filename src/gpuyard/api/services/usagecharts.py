@@ -51,6 +51,11 @@ class Chart:
     empty: bool
 
 
+def number(value: float) -> str:
+    """`1800`, `12`, `0.042`: whole from 10 up, two significant digits below."""
+    return f"{value:.0f}" if value >= 10 else f"{value:.2g}"
+
+
 def days_of(series: list[UsageSeries]) -> list[str]:
     return sorted({p.day for s in series for p in s.points})
 
@@ -105,7 +110,7 @@ def lines(series: list[UsageSeries], unit: str = "") -> Chart:
     drawn = []
     for s in series:
         dots = tuple(
-            (x_of[p.day], _y(p.value, top), f"{s.tenant} {p.day}: {p.value:.0f}{unit}")
+            (x_of[p.day], _y(p.value, top), f"{s.tenant} {p.day}: {number(p.value)}{unit}")
             for p in s.points
         )
         drawn.append(Line(s.tenant, " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in dots), dots))
