@@ -62,3 +62,14 @@ def fresh_databases(request: pytest.FixtureRequest, db_backend: str) -> Iterator
     yield
     if router:
         router.drop_since(count)
+
+
+@pytest.fixture
+def pg_database(pg_server: PgServer | str) -> Iterator[str]:
+    """The URL of a new, empty database of the session's server (dropped after the test),
+    for a real `gpuyard up --db-url`; the test is skipped with the reason where none runs."""
+    if isinstance(pg_server, str):
+        pytest.skip(pg_server)
+    url = pg_server.empty_database()
+    yield url
+    pg_server.drop(url)

@@ -135,8 +135,20 @@ def test_bad_spec_is_422_naming_each_field(server):
 
 
 def test_server_killed_mid_run_loses_nothing(make_server, tmp_path):
+    killed_mid_run_loses_nothing(make_server, tmp_path)
+
+
+@pytest.mark.pg
+def test_server_killed_mid_run_loses_nothing_on_postgresql(make_server, tmp_path, pg_database):
+    """The same with the state in PostgreSQL (`--db-url`: a new database of the session's
+    server, tests/pgserver.py, that the server migrates from nothing)."""
+    killed_mid_run_loses_nothing(make_server, tmp_path, "--db-url", pg_database)
+
+
+def killed_mid_run_loses_nothing(make_server, tmp_path, *extra: str) -> None:
+    """A job runs, the server is killed -9, a new one adopts the task: its end once."""
     out = tmp_path / "storage" / "out"
-    server = make_server()
+    server = make_server(*extra)
     jid = server.submit(
         f"name: survivor\noutputDir: {out}\ntaskRoles:\n  main:\n"
         "    command: sleep 4; echo done > /output/done.txt\n"
@@ -144,7 +156,7 @@ def test_server_killed_mid_run_loses_nothing(make_server, tmp_path):
     server.wait(jid, {"RUNNING"})
     server.kill9()
     time.sleep(1)
-    restarted = make_server()
+    restarted = make_server(*extra)
     job = restarted.wait(jid, timeout=60)
     assert job["state"] == "SUCCEEDED", job
     assert (out / "done.txt").read_text().strip() == "done"
