@@ -112,7 +112,11 @@ class PgServer:
         return server
 
     def _cmd(self, *args: str) -> None:
-        done = subprocess.run([*self.prefix, *args], capture_output=True, text=True, check=False)
+        try:
+            cmd = [*self.prefix, *args]
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        except OSError as e:  # no such binary
+            raise PgUnavailable(f"cannot run {args[0]}: {e}") from e
         if done.returncode != 0:
             raise PgUnavailable(f"{Path(args[0]).name} failed: {done.stderr.strip()[-2000:]}")
 
