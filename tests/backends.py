@@ -4,11 +4,11 @@ PostgreSQL (a database of the session's server, tests/pgserver.py).
 A suite runs on both by asking for `db_backend` in an autouse fixture (tests/store,
 tests/controller, tests/api). On `pg`, every `open_store(data_dir)` that names no URL (the
 tests' way) is sent to a fresh PostgreSQL database, one per data dir, dropped after its test
-or module. A test that reads the SQLite file itself is marked `sqlite_only`.
+(a data dir under the test's tmp_path) or else after its module. A test that reads the SQLite file itself is marked `sqlite_only`.
 
 `GPUYARD_TEST_PG`: unset, PostgreSQL runs where it can be started and is skipped (with the
-reason) where not; `require` (make test), a server that cannot start fails the run; `all`,
-the API modules of SQLITE_ONLY_MODULES too; `off`, only SQLite runs. `-m "not pg"` leaves the PostgreSQL runs out too.
+reason) where not; `require` (make test), a server that cannot start fails the run; `off`,
+only SQLite runs. `-m "not pg"` leaves the PostgreSQL runs out too.
 """
 
 from __future__ import annotations
@@ -27,30 +27,13 @@ ROUTER = pytest.StashKey["Router"]()  # the module's router while it runs on PG
 ENV = "GPUYARD_TEST_PG"
 
 
-# API modules run on SQLite only unless GPUYARD_TEST_PG=all: the same store calls as the
-# modules that run on both, made by many callers (the authz matrix, OpenPAI's REST), or
-# fuzzing and routing that never reach the store's SQL (docs/postgresql.md: what is tested)
-SQLITE_ONLY_MODULES = frozenset(
-    {"test_authz_matrix", "test_openpai_rest", "test_schemathesis", "test_unknown_paths",
-     "test_apidocs", "test_nodes_utilization"}
-)  # fmt: skip
-
-
 def backend_params(metafunc: pytest.Metafunc) -> list[object]:
-    """The backends one test runs on: both, unless it is `sqlite_only`, its module runs on
-    SQLite only, or PG is off."""
+    """The backends one test runs on: both, unless it is `sqlite_only` or PG is off."""
     params: list[object] = [SQLITE]
-    if _on_pg(metafunc):
+    off = os.environ.get(ENV) == "off"
+    if not off and metafunc.definition.get_closest_marker("sqlite_only") is None:
         params.append(pytest.param(PG, marks=pytest.mark.pg))
     return params
-
-
-def _on_pg(metafunc: pytest.Metafunc) -> bool:
-    mode = os.environ.get(ENV, "")
-    if mode == "off" or metafunc.definition.get_closest_marker("sqlite_only") is not None:
-        return False
-    module = metafunc.module.__name__.rsplit(".", 1)[-1]
-    return mode == "all" or module not in SQLITE_ONLY_MODULES
 
 
 class Router:
@@ -66,10 +49,11 @@ class Router:
             self.urls[key] = self.server.fresh_database()
         return self.urls[key]
 
-    def drop_since(self, count: int) -> None:
-        """Drop the databases made after the first `count`."""
-        for key in list(self.urls)[count:]:
-            self.server.drop(self.urls.pop(key))
+    def drop_under(self, root: Path | None = None) -> None:
+        """Drop the databases of the data dirs under `root` (None: all of them)."""
+        for key in list(self.urls):
+            if root is None or key.is_relative_to(root.resolve()):
+                self.server.drop(self.urls.pop(key))
 
 
 def start_server() -> Iterator[PgServer | str]:
@@ -98,7 +82,7 @@ def routed(server: PgServer | str) -> Iterator[Router]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(gpuyard.store, "sqlite_url", router.url_for)
         yield router
-    router.drop_since(0)
+    router.drop_under(None)
 
 
 @pytest.fixture(autouse=True)

@@ -55,13 +55,13 @@ def db_backend(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 @pytest.fixture
-def fresh_databases(request: pytest.FixtureRequest, db_backend: str) -> Iterator[None]:
-    """The PostgreSQL databases a test made dropped after it (its module's stay)."""
-    router = request.config.stash.get(ROUTER, None) if db_backend == PG else None
-    count = len(router.urls) if router else 0
+def fresh_databases(request: pytest.FixtureRequest, db_backend: str, tmp_path: Path):
+    """The PostgreSQL databases of the data dirs under the test's tmp_path dropped after it
+    (those of module-scoped worlds stay until the module's end)."""
     yield
+    router = request.config.stash.get(ROUTER, None) if db_backend == PG else None
     if router:
-        router.drop_since(count)
+        router.drop_under(tmp_path)
 
 
 @pytest.fixture
