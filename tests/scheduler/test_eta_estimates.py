@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from builders import make_job, make_node, make_running
-from gpuyard.scheduler import ClusterView, Scheduler
+from gpuyard.scheduler import ClusterView, Scheduler, SchedulerConfig
 
 N8 = (make_node("n1", gpus=8),)
 NOW = 10.0
@@ -77,3 +77,20 @@ def test_estimated_start_and_what_it_rests_on(jobs, gpus, eta, basis):
     else:
         minutes = round((eta - NOW) / 60)
         assert f"estimated start in {minutes} min (from {basis})" in reason.message
+
+
+def test_a_parked_head_drops_an_estimate_that_has_passed():
+    # r1 holds the node; its learned run time says it ends at 1,000. At 1,500 it still runs
+    # and nothing was released: the parked head is tried again instead of keeping "soon"
+    from_history = replace(
+        make_running("r1", "default", "n1", *range(8), started_at=0.0), expected_runtime_s=1_000.0
+    )
+    scheduler = Scheduler(SchedulerConfig())
+    nodes = (make_node("n1", gpus=8),)
+
+    def at(now: float):
+        view = ClusterView(nodes, {}, (from_history,), (make_job("j1", 4),), {}, now)
+        return scheduler.cycle(view).pending_reasons["j1"]
+
+    assert at(100.0).estimated_start == 1_000.0
+    assert at(1_500.0).estimated_start is None

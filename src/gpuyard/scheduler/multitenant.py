@@ -142,7 +142,7 @@ class Scheduler:
         if rnd.backfilling(tenant):  # behind the tenant's blocked head: parking is the head's
             return isinstance(rnd.try_admit(tenant, head), JobPlacement)
         parked = self._parked.get(tenant)
-        if parked and parked.head == head.job_id and parked.aged == rnd.aged(head):
+        if parked and self._still_parked(parked, head.job_id, rnd):
             rnd.block(tenant, parked.outcome)
             rnd.reinstate(parked.outcome)
             return False
@@ -156,6 +156,18 @@ class Scheduler:
         else:
             self._parked.pop(tenant, None)
         return False
+
+    @staticmethod
+    def _still_parked(parked: Parked, head_id: str, rnd: Round) -> bool:
+        """The same head, promoted or not as it was, and its estimated start (if it had one)
+        not yet passed: a running job that overran its learned run time would otherwise
+        leave a stale "starts in N min" on screen until something is released."""
+        eta = parked.outcome.reason.estimated_start
+        return (
+            parked.head == head_id
+            and parked.aged == rnd.aged(rnd.jobs[head_id])
+            and (eta is None or eta > rnd.view.now)
+        )
 
     def _keep_facts(self) -> None:
         """Forget the jobs' facts when the nodes or tenants changed, and those of jobs no
