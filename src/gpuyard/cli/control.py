@@ -27,7 +27,8 @@ MAX_LISTED = 20  # jobs named one a line before the rest are counted
 JobId = Annotated[str, typer.Argument(help="Job id.")]
 
 
-def _states(values: list[str] | None) -> list[str] | None:
+def parse_states(values: list[str] | None) -> list[str] | None:
+    """`--state running` → `RUNNING`; unknown states are a usage error."""
     if not values:
         return values
     try:
@@ -48,7 +49,7 @@ def cancel(
     tenant: Annotated[str | None, typer.Option("--tenant", help="Jobs of this tenant.")] = None,
     state: Annotated[
         list[str] | None,
-        typer.Option("--state", help="Jobs in this state (repeatable).", callback=_states),
+        typer.Option("--state", help="Jobs in this state (repeatable).", callback=parse_states),
     ] = None,
     name: Annotated[str | None, typer.Option("--name", help="Names matching a glob (* ?).")] = None,
     since: Annotated[

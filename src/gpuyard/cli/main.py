@@ -33,7 +33,6 @@ from gpuyard.cli.basics import (
     EXIT_USAGE,
     HTTP_FORBIDDEN,
     HTTP_INVALID,
-    check_states,
     error_message,
     load_config,
     more_jobs_hint,
@@ -44,7 +43,7 @@ from gpuyard.cli.basics import (
     unreachable_message,
 )
 from gpuyard.cli.client import ApiError
-from gpuyard.cli.control import COMMANDS, priority
+from gpuyard.cli.control import COMMANDS, parse_states, priority
 from gpuyard.cli.follow import JobWatcher
 from gpuyard.cli.login import login, whoami
 from gpuyard.cli.notify import notify
@@ -96,16 +95,6 @@ def parse_task(value: str | None) -> str | None:
     if not match:
         raise typer.BadParameter(f"{value!r} is not ROLE/INDEX (for example worker/0)")
     return f"{match['role']}/{int(match['index'] or 0)}"
-
-
-def parse_states(values: list[str] | None) -> list[str] | None:
-    """`--state running` → `RUNNING`; unknown states are a usage error."""
-    if not values:
-        return values
-    try:
-        return check_states(values)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
 
 
 # -- commands --------------------------------------------------------------------------

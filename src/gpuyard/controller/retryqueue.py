@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,7 +39,7 @@ class Queued(Generic[T]):
     due: float = 0.0  # monotonic time of the next attempt
 
 
-class RetryQueue(Generic[T]):
+class RetryQueue(ABC, Generic[T]):
     thread_name = "gpuyard-sender"
 
     def __init__(
@@ -89,8 +90,9 @@ class RetryQueue(Generic[T]):
         """What every attempt of the thread's life shares (an HTTP client); none by default."""
         yield None
 
+    @abstractmethod
     def _attempt(self, connection: Any, item: T) -> str | None:
-        raise NotImplementedError
+        """Deliver `item` once: None when done, else what went wrong (it is retried)."""
 
     def _dropped(self, item: T) -> None:
         """The queue was full: `item` (its oldest) is dropped."""
