@@ -96,7 +96,8 @@ def test_a_compressed_rootfs_is_imported_decompressed(
         out.write(image_files["rootfs"].read_bytes())
     runtime.images.import_file(packed, f"packed:{suffix}")
     launch = make_launch("cat /etc/marker", image=f"packed:{suffix}")
-    assert run_task(runtime, launch).reason == TaskReason.COMPLETED, runtime.read_log(launch.key)
+    ended = run_task(runtime, launch)
+    assert ended.reason == TaskReason.COMPLETED, (ended, runtime.read_log(launch.key))
     assert runtime.read_log(launch.key) == b"from-the-image\n"
     assert not list(runtime.images.layout.parent.glob("import-*"))  # the copy is gone
 
