@@ -1,12 +1,16 @@
 """Trial preemption (`preempt.py`): the jobs the removal loop would take, worked out without
 touching the state, match what the loop does; a search that cannot succeed leaves the
-snapshot and the books as they were."""
+snapshot and the books as they were; the candidates' order, where priority counts only
+inside a tenant."""
 
 from __future__ import annotations
 
+import pytest
+
 from builders import make_job, make_node, make_running, make_tenant
+from gpuyard.model import QueuePolicy
 from gpuyard.scheduler.packing import place_gang
-from gpuyard.scheduler.preempt import find_victims, removable
+from gpuyard.scheduler.preempt import candidates, demotion, find_victims, removable
 from gpuyard.scheduler.state import ClusterState
 
 FLAVOR = "A100-80GB"
@@ -84,3 +88,60 @@ def test_the_victims_found_are_the_removable_prefix_that_makes_room():
     assert [v.job_id for v in victims] == ["b1"]  # n1 has 2 free: one more makes 3
     assert placement.tasks[0].node == "n1"
     assert books(s) == before
+
+
+def victims_order(running, head, tenants):
+    rows = [
+        (r, r.tenant, r.priority, r.opportunistic, r.terminating, r.started_at, r.gpus, 0.0)
+        for r in running
+    ]
+    demote = demotion(head, (3_600.0, 36_000.0), own_tenant=True)
+    return [r.job_id for r in candidates(head, rows, tenants, True, 10_000.0, demote)]
+
+
+LAS_TENANTS = {
+    "a": make_tenant("a", 4, queue_policy=QueuePolicy.LAS),
+    "b": make_tenant("b", 2),
+    "c": make_tenant("c", 2),
+}
+
+
+@pytest.mark.parametrize(
+    ("running", "want"),
+    [
+        (  # across tenants: most served first, newest there; priorities do not count
+            [
+                make_running("b1", "b", "n1", 0, borrowed=1, priority=9, started_at=9_000.0),
+                make_running("c1", "c", "n1", 1, borrowed=1, started_at=8_000.0),
+            ],
+            ["b1", "c1"],
+        ),
+        (  # inside b: its lower priority takes b's first place, whatever its start
+            [
+                make_running("b1", "b", "n1", 0, borrowed=1, priority=9, started_at=9_000.0),
+                make_running("c1", "c", "n1", 1, borrowed=1, started_at=8_000.0),
+                make_running("b2", "b", "n1", 2, borrowed=1, priority=1, started_at=7_000.0),
+            ],
+            ["b2", "c1", "b1"],
+        ),
+        (  # the head's own tenant: only jobs of no higher priority are demoted
+            [
+                make_running("a1", "a", "n1", 0, 1, priority=5, started_at=0.0),
+                make_running("a2", "a", "n1", 2, 3, priority=2, started_at=0.0),
+                make_running("b1", "b", "n1", 4, borrowed=1, priority=9, started_at=0.0),
+            ],
+            ["a2", "b1"],
+        ),
+        (  # terminating jobs first, whatever the tenant or priority
+            [
+                make_running("b1", "b", "n1", 0, borrowed=1, started_at=9_000.0),
+                make_running("c1", "c", "n1", 1, borrowed=1, priority=7, terminating=True),
+            ],
+            ["c1", "b1"],
+        ),
+    ],
+    ids=["across-tenants", "inside-a-tenant", "own-tenant-no-higher", "terminating-first"],
+)
+def test_priority_orders_victims_only_inside_their_tenant(running, want):
+    head = make_job("j1", 1, tenant="a", priority=2)
+    assert victims_order(running, head, LAS_TENANTS) == want

@@ -9,7 +9,7 @@ parked tenants), never truth. It reads as its phases:
               aside with their reason and do not block the others);
 2. snapshot — free capacity and quota usage, in step with the running jobs;
 3. nominate — each tenant's head;
-4. order    — tenants by weighted dominant share, lowest first (then head priority, age);
+4. order    — tenants by weighted dominant share, lowest first (then age; never priority);
 5. admit    — the lowest-share tenant's head starts if quota and placement allow, and the
               tenant's next job becomes its head; a head that cannot start may reclaim
               (preempt borrowers) or demote (LAS: jobs of a higher queue), and otherwise

@@ -1,17 +1,23 @@
 """Reclaim and priority preemption: which running jobs to stop so that a job can start.
 
 Candidates, cheapest loss first: jobs already terminating (their resources are coming back
-anyway), then by lowest priority, least progress in this attempt (GPUs × seconds run), newest.
+anyway), then least progress in this attempt (GPUs × seconds run), newest; inside a tenant
+its lowest priority first.
 - Reclaim: a job within its tenant's guarantee may take back capacity from *opportunistic*
   jobs of other tenants (admitted with `borrowed`), while their tenant still borrows the
   resource. A guaranteed job of another tenant is never a candidate.
 - Priority preemption (per tenant, `priority_preemption`): lower-priority jobs of the job's
   own tenant are candidates too.
 - LAS demotion (`SchedulerConfig.tenant_preemption`): *opportunistic* jobs of other
-  tenants, of no higher priority, in a higher LAS queue (more attained GPU-seconds) than the
-  job are candidates (`demotable`; borrowed capacity goes to the least served, as in
-  Tiresias on the shared pool), and, for tenants with the `las` queue policy, such jobs of
-  the job's own tenant too. A guaranteed job of another tenant is never one.
+  tenants in a higher LAS queue (more attained GPU-seconds) than the job are candidates
+  (`demotable`; borrowed capacity goes to the least served, as in Tiresias on the shared
+  pool), and, for tenants with the `las` queue policy, such jobs of the job's own tenant of
+  no higher priority too. A guaranteed job of another tenant is never one.
+
+Priorities are per tenant (each bounded by its tenant's maxPriority): they are compared only
+between jobs of one tenant. Across tenants only the quota (guaranteed or borrowing) and the
+LAS queues count, and the victims' order puts a tenant's jobs, in the places they take
+among the others' jobs, in its own priority order.
 
 Victims are removed one by one on the snapshot until the job fits (simulated removal, each
 undoable); then, from the last but one backwards, each victim is put back if the job still
@@ -36,9 +42,9 @@ Fits = Callable[[], JobPlacement | None]
 
 @dataclass(frozen=True, slots=True, init=False)
 class Demotion:
-    """Who a job may demote (LAS, `SchedulerConfig.tenant_preemption`): running jobs of no
-    higher priority in a higher LAS queue than `level` (the job's: 0 once it is promoted);
-    of the job's own tenant only if `own_tenant`."""
+    """Who a job may demote (LAS, `SchedulerConfig.tenant_preemption`): running jobs in a
+    higher LAS queue than `level` (the job's: 0 once it is promoted); of the job's own
+    tenant only if `own_tenant`, and then of no higher priority."""
 
     thresholds: tuple[float, ...]
     level: int
@@ -75,16 +81,17 @@ def candidates(
     book: QuotaBook | None = None,
 ) -> list[RunningJob]:
     """Jobs (`VictimTable` rows) that may be stopped for `job`, in the victims' order:
-    already terminating, lowest priority; then, when `job` may demote, the highest LAS queue
-    (the most served) first and the newest there (latest start: the least work of this
-    attempt to lose), as Tiresias stops them; for reclaim alone, the least progress of this
-    attempt (GPUs × seconds run), newest. Candidates: with `reclaim`,
-    opportunistic or terminating jobs of other tenants; with the tenant's priority
-    preemption, its lower-priority jobs; with `demote`, jobs it may demote (`Demotion`) that
-    are of its tenant or opportunistic. Jobs in `stopping` (preempted earlier in the cycle)
-    count as terminating. With `book`, an opportunistic job of another tenant only while
-    that tenant still borrows what it holds (`still_borrowing`: `find_victims` would skip
-    it anyway)."""
+    already terminating; then, when `job` may demote, the highest LAS queue (the most
+    served) first and the newest there (latest start: the least work of this attempt to
+    lose), as Tiresias stops them; for reclaim alone, the least progress of this attempt
+    (GPUs × seconds run), newest; a tenant's jobs in its places lowest priority first
+    (`_by_priority_inside_tenants`). Candidates: with `reclaim`, opportunistic or
+    terminating jobs of other tenants; with the tenant's priority preemption, its
+    lower-priority jobs; with `demote`, jobs it may demote (`Demotion`) that are of its
+    tenant (of no higher priority) or opportunistic (whatever their priority). Jobs in
+    `stopping` (preempted earlier in the cycle) count as terminating. With `book`, an
+    opportunistic job of another tenant only while that tenant still borrows what it holds
+    (`still_borrowing`: `find_victims` would skip it anyway)."""
     own = tenants.get(job.tenant)
     same_tenant = own is not None and own.priority_preemption
     t, p = job.tenant, job.priority
@@ -117,16 +124,37 @@ def candidates(
         else:
             ok = same_tenant and prio < p
             may_demote = demote is not None and demote.own_tenant
-        if not ok and may_demote and demote is not None and prio <= p:
+        # priorities are a tenant's own: compared only inside it (another tenant's job of a
+        # higher priority is no shield against demotion, tests/security/test_priority_shield)
+        if not ok and may_demote and demote is not None and (tenant != t or prio <= p):
             ok = _level(row, demote.thresholds, now) > demote.level
         if ok:
             chosen.append(row)
     if demote is not None:
         th = demote.thresholds
-        chosen.sort(key=lambda row: (not row[4], row[2], -_level(row, th, now), -row[5]))
+        chosen.sort(key=lambda row: (not row[4], -_level(row, th, now), -row[5]))
     else:
-        chosen.sort(key=lambda row: (not row[4], row[2], *_loss(row, now)))
-    return [row[0] for row in chosen]
+        chosen.sort(key=lambda row: (not row[4], *_loss(row, now)))
+    return [row[0] for row in _by_priority_inside_tenants(chosen)]
+
+
+def _by_priority_inside_tenants(chosen: list[Row]) -> list[Row]:
+    """`chosen` (in the victims' order without priorities) with each tenant's rows
+    reordered in its own places: terminating first, then the lowest priority. Which places
+    a tenant's jobs take among other tenants' never depends on priorities, so no tenant
+    can push its jobs behind another's by giving them a higher priority."""
+    if len({row[2] for row in chosen}) < 2:
+        return chosen  # one priority: the order stands (every replay of the simulator)
+    places: dict[str, list[int]] = {}
+    for i, row in enumerate(chosen):
+        places.setdefault(row[1], []).append(i)
+    out = list(chosen)
+    for at in places.values():
+        # stable: rows of one priority keep their order
+        mine = sorted([chosen[i] for i in at], key=lambda row: (not row[4], row[2]))
+        for i, row in zip(at, mine, strict=True):
+            out[i] = row
+    return out
 
 
 def _loss(row: Row, now: float) -> tuple[float, float]:

@@ -206,7 +206,8 @@ class Round:
         orders its entries), so a lender's job is admitted before a borrower can take its
         quota again; then, with `least_served_first`, the head's LAS queue (Tiresias: capacity
         goes to the least-served job first, whichever its tenant; a promoted head counts as
-        the first queue); then weighted dominant share, priority, age."""
+        the first queue); then weighted dominant share, age. Never priority: it is a
+        tenant's own (tests/security/test_priority_shield.py)."""
         head = self.head(tenant)
         borrows = not any(self._within(head, f) for f in self._candidate_flavors(head))
         served = (
@@ -215,7 +216,7 @@ class Round:
             else 0
         )
         share = self.state.book.share_key(tenant)
-        return (borrows, served, share, -head.priority, head.submitted_at, head.seq, tenant)
+        return (borrows, served, share, head.submitted_at, head.seq, tenant)
 
     def _candidate_flavors(self, job: JobDemand) -> list[str | None]:
         return self.facts(job).flavors
