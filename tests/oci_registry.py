@@ -3,6 +3,8 @@
 - `Registry(layout)`: a read-only OCI distribution registry (plain HTTP: the node lists it in
   `GPUYARD_INSECURE_REGISTRIES`) serving the images of an OCI layout, `REPO:TAG` → the layout's
   ref `TAG`; it counts the layer blobs it sent, so a test can tell how many pulls happened.
+  `Registry(layout, users={"alice": "pw"})` asks for HTTP basic auth (401 with
+  `WWW-Authenticate: Basic`, as a registry behind htpasswd does) and counts what it refused.
 - `HungRegistry()`: accepts connections and never answers, a registry that hangs.
 - `closed_port()`: a port where nothing listens (connection refused).
 - `busybox_layout(base)`: an OCI layout with one busybox-static image, ref `1`.
@@ -10,6 +12,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import shutil
@@ -53,9 +56,10 @@ def busybox_layout(base: Path, marker: str = "from-the-registry") -> Path:
 class Registry:
     """Serves `layout` on 127.0.0.1:`port` (a free one unless given) until `close`."""
 
-    def __init__(self, layout: Path, port: int = 0) -> None:
+    def __init__(self, layout: Path, port: int = 0, users: dict[str, str] | None = None) -> None:
         self.layout = layout
-        self.sent: Counter[str] = Counter()  # "manifest" / "blob" → how many were sent
+        self.sent: Counter[str] = Counter()  # "manifest" / "blob" / "refused" → how many
+        self.users = users  # None: anyone may pull
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
@@ -73,6 +77,19 @@ class Registry:
                 return self._blob(desc["digest"]), desc["mediaType"]
         return None
 
+    def allows(self, header: str | None) -> bool:
+        """Whether an `Authorization` header is a login this registry knows."""
+        if self.users is None:
+            return True
+        kind, _, token = (header or "").partition(" ")
+        if kind.lower() != "basic":
+            return False
+        try:
+            user, _, password = base64.b64decode(token).decode().partition(":")
+        except ValueError:
+            return False
+        return self.users.get(user) == password
+
     def _blob(self, digest: str) -> bytes:
         algorithm, _, hexdigest = digest.partition(":")
         return (self.layout / "blobs" / algorithm / hexdigest).read_bytes()
@@ -82,6 +99,11 @@ class Registry:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                if not registry.allows(self.headers.get("Authorization")):
+                    registry.sent["refused"] += 1
+                    error = {"errors": [{"code": "UNAUTHORIZED",
+                                         "message": "authentication required"}]}
+                    return self._send(401, json.dumps(error).encode(), "application/json")
                 parts = self.path.split("?")[0].strip("/").split("/")
                 if parts == ["v2"]:
                     return self._send(200, b"{}", "application/json")
@@ -108,6 +130,8 @@ class Registry:
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(body)))
                 self.send_header("Docker-Distribution-API-Version", "registry/2.0")
+                if code == 401:
+                    self.send_header("WWW-Authenticate", 'Basic realm="test-registry"')
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(body)

@@ -1,7 +1,8 @@
 """Pulls in the background, for real: skopeo against registries on 127.0.0.1 (tests/oci_registry),
 crun containers. `start` of a task whose image is not here returns at once; the task waits
 STARTING with a detail, shares one pull with every task on that image, is launched when the
-image is in, retried with backoff on transient failures (counted, capped), ended `ImageError`
+image is in, retried with backoff on transient failures (counted, capped, then
+`RegistryUnavailable`, which the controller retries as a platform failure), ended `ImageError`
 on a permanent one, stopped at once while it waits, and resumed by the next runtime on the
 state root (a server restart) exactly once."""
 
@@ -88,7 +89,7 @@ def test_a_hung_registry_holds_up_neither_start_nor_other_tasks(
         hung.close()
 
 
-def test_a_refusing_registry_is_retried_with_backoff_then_image_error(
+def test_a_refusing_registry_is_retried_with_backoff_then_registry_unavailable(
     make_runtime: MakeRuntime, make_launch: MakeLaunch
 ) -> None:
     rt = make_runtime(image_pull_tries="3", image_pull_backoff_s="0.5")
@@ -105,7 +106,7 @@ def test_a_refusing_registry_is_retried_with_backoff_then_image_error(
 
     wait_for("the pull to give up", ended)
     exit_ = rt.status(launch.key).exit
-    assert exit_ is not None and exit_.reason == TaskReason.IMAGE_ERROR
+    assert exit_ is not None and exit_.reason == TaskReason.REGISTRY_UNAVAILABLE
     assert exit_.message.startswith("3 tries failed (connection refused); the last: ")
     assert "connection refused" in exit_.message.rpartition("the last: ")[2]
     assert seen[0] == f"pulling image {image}"
@@ -208,7 +209,7 @@ def test_the_pool_is_bounded_and_an_image_a_task_waits_for_is_never_collected(
         rt.images.recent_use_s = 0
         assert rt.images.gc(budget_gb=0) == []  # waited for: kept, though never used yet
         timed_out = wait_exited(rt, first.key)
-        assert timed_out.reason == TaskReason.IMAGE_ERROR
+        assert timed_out.reason == TaskReason.REGISTRY_UNAVAILABLE
         assert timed_out.message.startswith("1 try failed (timeout); the last: ")
         assert wait_exited(rt, queued.key).reason == TaskReason.COMPLETED
     finally:

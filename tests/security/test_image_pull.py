@@ -5,7 +5,8 @@ killed while a task waits for its image (tests/oci_registry.py has the registrie
 Before pulls left the cycle, `skopeo copy` ran inside the controller's `engine.start`: the
 other tenant's `echo hi` could not even be scheduled until the hostile pull gave up (the first
 test saw the hostile job FAILED by then), a refused pull failed at once with no retry, and
-there was no waiting task to carry across a restart.
+there was no waiting task to carry across a restart. A registry that refuses for longer than
+the node's tries is retried by the controller too (`RegistryUnavailable`, a platform failure).
 """
 
 from __future__ import annotations
@@ -91,22 +92,44 @@ def test_a_registry_that_never_answers_delays_no_other_tenant(server, tmp_path):
         hung.close()
 
 
-def test_a_refusing_registry_is_retried_with_backoff_then_fails_as_image_error(
-    make_server, monkeypatch
+def test_a_refusing_registry_is_retried_by_the_node_then_by_the_controller(
+    make_server, monkeypatch, tmp_path
 ):
-    monkeypatch.setenv("GPUYARD_IMAGE_PULL_TRIES", "3")
+    """Transient failures: the node tries 2 times with a backoff, then the task ends
+    `RegistryUnavailable`, a platform failure that the controller retries as a new attempt;
+    once the registry answers, the job runs (the retries are events of the job)."""
+    port = closed_port()
+    host = f"localhost:{port}"
+    monkeypatch.setenv("GPUYARD_IMAGE_PULL_TRIES", "2")
     monkeypatch.setenv("GPUYARD_IMAGE_PULL_BACKOFF_S", "1")
+    monkeypatch.setenv("GPUYARD_INSECURE_REGISTRIES", host)
+    layout = busybox_layout(tmp_path / "image")
     server = make_server()
-    image = f"localhost:{closed_port()}/gone:1"
-    failed = server.wait(server.submit(job("refused", "true", image=image)), timeout=60)
-    assert failed["state"] == "FAILED" and failed["reason"] == "ImageError", failed
-    assert failed["attempt"] == 1, failed["events"]  # the job is not retried: the pull was
-    [task] = failed["tasks"]
-    assert task["message"].startswith("3 tries failed (connection refused); the last: "), task
-    seen = details(failed)  # the first try is refused within milliseconds: maybe not seen
+    image = f"{host}/late:1"
+    job_id = server.submit(job("refused", "cat /etc/marker", image=image))
+    deadline = time.monotonic() + 60
+    while server.job(job_id)["attempt"] < 2:  # both tries refused: attempt 1 failed
+        assert time.monotonic() < deadline, server.job(job_id)
+        time.sleep(0.2)
+    registry = Registry(layout, port=port)  # the registry is back
+    try:
+        done = server.wait(job_id, timeout=90)
+    finally:
+        registry.close()
+    assert done["state"] == "SUCCEEDED", done
+    assert "from-the-registry" in server.logs(job_id)
+    first = [e for e in done["events"] if e["task"] and e["attempt"] == 1 and e["reason"]]
+    ended = [e for e in first if e["toState"] == "FAILED"]
+    assert [e["reason"] for e in ended] == ["RegistryUnavailable"], done["events"]
+    assert ended[0]["message"].startswith("2 tries failed (connection refused); the last: ")
+    seen = details(done)  # the first try is refused within milliseconds: maybe not seen
     assert all(text.startswith(f"pulling image {image}") for text in seen), seen
-    assert f"pulling image {image} (attempt 3/3 after: connection refused)" in seen, seen
-    assert len(seen) == len(set(seen)) <= 3  # an event per change, never one per cycle
+    assert f"pulling image {image} (attempt 2/2 after: connection refused)" in seen, seen
+    assert len(seen) == len(set(seen)) <= 4  # an event per change, never one per cycle
+    metrics = server.http.get("/metrics").text
+    counted = [line for line in metrics.splitlines()
+               if line.startswith('gpuyard_image_pull_retries_total{kind="connection refused"}')]
+    assert counted and float(counted[0].split()[-1]) >= 1, counted
 
 
 def test_a_server_killed_while_a_task_waits_for_its_image_continues_it_once(

@@ -71,6 +71,7 @@ from gpuyard.model import (
     Tenant,
 )
 from gpuyard.runtime.errors import ImageError, LaunchInvalid
+from gpuyard.runtime.pulls import retry_of
 from gpuyard.runtime.types import TaskLaunch, TaskPeer, TaskPhase, TaskStatus
 from gpuyard.scheduler import PendingCode, PendingReason, Scheduler, SchedulerConfig
 from gpuyard.spec import JobSpec, parse_job_spec
@@ -219,7 +220,9 @@ class Controller:
         """What a starting task waits for ("pulling image X", from its node): kept on the task
         and, each time it changes (not each cycle), told as an event of its job."""
         if status.phase == TaskPhase.STARTING and status.detail and status.detail != task.message:
-            self.store.jobs.task_detail(task.id, TaskReason.PULLING_IMAGE, status.detail)
+            told = self.store.jobs.task_detail(task.id, TaskReason.PULLING_IMAGE, status.detail)
+            if told and (retry := retry_of(status.detail)) is not None:
+                self.instruments.image_pull_retries.labels(retry[1]).inc()
 
     def _status(self, task: TaskRecord) -> TaskStatus | None:
         """The task's status; UNKNOWN if its node is gone; None (no news) if its agent is slow."""

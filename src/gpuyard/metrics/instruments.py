@@ -48,6 +48,12 @@ class Instruments:
             ["tenant", "action"],
             registry=None,
         )
+        self.image_pull_retries = Counter(  # counted by the controller (loop._show_detail)
+            "gpuyard_image_pull_retries",
+            "Image pulls tried again after a transient failure, by its kind (runtime/pulls.py).",
+            ["kind"],
+            registry=None,
+        )
         self.webhook_deliveries = Counter(
             "gpuyard_webhook_deliveries",
             "Webhook notifications by outcome: delivered, or failed after every attempt.",
@@ -79,6 +85,7 @@ class Instruments:
             self.scheduling_cycle,
             self.jobs_finished,
             self.idle_gpu,
+            self.image_pull_retries,
             self.webhook_deliveries,
             self.webhook_attempts,
             self.webhook_dropped,

@@ -79,6 +79,9 @@ class TaskReason:
     INVALID_SPEC = "InvalidSpec"
     IDLE_GPU = "IdleGPU"  # stopped by its tenant's idle-GPU policy
     PULLING_IMAGE = "PullingImage"  # not an end: a STARTING task waits for its image
+    # every try of an image pull failed for a transient reason (refused, reset, timeout, DNS,
+    # 5xx, 429): the registry's outage, retried as the platform's (runtime/registryerrors.py)
+    REGISTRY_UNAVAILABLE = "RegistryUnavailable"
     PLATFORM_ERROR = "PlatformError"  # a job's end: platform failures in a row past the cap
 
     @staticmethod
@@ -120,6 +123,7 @@ _FAILURE_CLASSES: dict[str, FailureClass] = {
     TaskReason.NODE_LOST: FailureClass.PLATFORM,
     TaskReason.PREEMPTED: FailureClass.PLATFORM,
     TaskReason.AGENT_ERROR: FailureClass.PLATFORM,
+    TaskReason.REGISTRY_UNAVAILABLE: FailureClass.PLATFORM,
     TaskReason.CANCELLED: FailureClass.NONE,
 }
 

@@ -30,9 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuyard.model.registries import RegistryLogin, image_registry
 from gpuyard.runtime import imagetools as tools
 from gpuyard.runtime.errors import ImageError
 from gpuyard.runtime.imageconfig import ImageConfig, load_config
+from gpuyard.runtime.registryauth import auth_file
 from gpuyard.runtime.taskdir import read_json, write_json
 
 GB = 1 << 30
@@ -168,9 +170,17 @@ class ImageStore:
         self.gc()
         return info
 
-    def pull(self, ref: str, timeout_s: float = tools.TOOL_TIMEOUT_S) -> ImageInfo:
+    def pull(
+        self,
+        ref: str,
+        timeout_s: float = tools.TOOL_TIMEOUT_S,
+        login: RegistryLogin | None = None,
+        node_credentials: bool = True,
+    ) -> ImageInfo:
         """`skopeo copy docker://REF`; ImageError with skopeo's cause when no registry answers.
 
+        With `login`, or without `node_credentials` (a task's pull), skopeo reads that login
+        alone from a private auth file (registryauth.py), never the node's own credentials.
         The copy from the registry goes to a layout of its own under `tmp/`, without any lock
         (a slow or hung registry holds up no other pull, import or unpack); only the merge into
         the store's layout (hard links and a local copy of the manifest) takes its lock.
@@ -179,11 +189,7 @@ class ImageStore:
         staging = self.root / "tmp" / f"pull-{uuid.uuid4().hex[:12]}"
         try:
             tools.init_layout(staging)
-            try:
-                tools.skopeo_copy(f"docker://{name}", f"oci:{staging}:{_ref(name)}", timeout_s,
-                                  tls_verify=_registry(name) not in self.insecure_registries)
-            except ImageError as e:
-                raise ImageError(f"cannot pull {name} from its registry: {e}") from e
+            self._copy_in(name, staging, timeout_s, login, node_credentials)
             with self._lock("layout"):
                 tools.init_layout(self.layout)
                 tools.merge_layout(staging, self.layout, _ref(name))
@@ -192,6 +198,19 @@ class ImageStore:
             shutil.rmtree(staging, ignore_errors=True)
         self.gc()
         return info
+
+    def _copy_in(self, name: str, staging: Path, timeout_s: float, login: RegistryLogin | None,
+                 node_credentials: bool) -> None:
+        """skopeo copy from the registry into `staging`; its error never holds the password."""
+        own = login is not None or not node_credentials
+        with auth_file(login, self.root / "tmp") if own else contextlib.nullcontext() as path:
+            try:
+                tools.skopeo_copy(f"docker://{name}", f"oci:{staging}:{_ref(name)}", timeout_s,
+                                  tls_verify=image_registry(name) not in self.insecure_registries,
+                                  authfile=path)
+            except ImageError as e:
+                text = str(e) if login is None else str(e).replace(login.password, "<redacted>")
+                raise ImageError(f"cannot pull {name} from its registry: {text}") from e
 
     def _record(self, name: str, ref: str, source: str) -> ImageInfo:
         digest = tools.manifest_digest(self.layout, ref)
@@ -222,12 +241,14 @@ class ImageStore:
         unpacked = self.unpacked_dir / entry["digest"].partition(":")[2] / "image.json"
         return None if unpacked.exists() else "unpack"
 
-    def resolve(self, ref: str, pull_timeout_s: float = tools.TOOL_TIMEOUT_S) -> ResolvedImage:
-        """The image for a task: pulled if missing (unless pulling is off), unpacked once."""
+    def resolve(self, ref: str, pull_timeout_s: float = tools.TOOL_TIMEOUT_S,
+                login: RegistryLogin | None = None) -> ResolvedImage:
+        """The image for a task: pulled if missing (unless pulling is off) with the task's
+        `login` and no other credentials, unpacked once."""
         name = normalize(ref)
         entry = self._read_index()["images"].get(name)
         if entry is None:
-            entry = self._fetch_missing(ref, name, pull_timeout_s)
+            entry = self._fetch_missing(ref, name, pull_timeout_s, login)
         bundle = self._unpacked(entry["digest"], entry["ref"])
         if time.time() - entry["lastUsed"] > self.recent_use_s / 4:  # LRU needs no finer clock
             with self._index() as index:
@@ -245,7 +266,8 @@ class ImageStore:
         return self._configs[key]
 
     def _fetch_missing(
-        self, ref: str, name: str, timeout_s: float = tools.TOOL_TIMEOUT_S
+        self, ref: str, name: str, timeout_s: float = tools.TOOL_TIMEOUT_S,
+        login: RegistryLogin | None = None,
     ) -> dict[str, Any]:
         if not self.pull_missing:
             raise ImageError(
@@ -253,7 +275,7 @@ class ImageStore:
                 "`gpuyard image import FILE --name NAME:TAG`)"
             )
         try:
-            self.pull(name, timeout_s)
+            self.pull(name, timeout_s, login, node_credentials=False)
         except ImageError as e:
             raise ImageError(f"image {ref!r} is not on this node and could not be pulled: {e}"
                              ) from e
@@ -369,12 +391,6 @@ def _sweep_stale_pulls(tmp: Path) -> None:
         for entry in os.scandir(tmp):
             if entry.name.startswith("pull-") and entry.stat().st_mtime < cutoff:
                 shutil.rmtree(entry.path, ignore_errors=True)
-
-
-def _registry(name: str) -> str:
-    """The registry host[:port] of a name (`docker.io` for a name without one, as skopeo)."""
-    first, _, rest = name.partition("/")
-    return first if rest and ("." in first or ":" in first or first == "localhost") else "docker.io"
 
 
 def _ref(name: str) -> str:

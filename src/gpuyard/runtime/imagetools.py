@@ -38,7 +38,9 @@ def tool(name: str) -> str:
     return path
 
 
-def run_tool(args: list[str], timeout: float = TOOL_TIMEOUT_S) -> str:
+def run_tool(
+    args: list[str], timeout: float = TOOL_TIMEOUT_S, env: dict[str, str] | None = None
+) -> str:
     """Run a tool; its stdout, or ImageError with the last line it wrote to stderr."""
     verb = next((a for a in args[1:] if not a.startswith("-")), "")  # `copy`, `unpack`
     try:
@@ -48,6 +50,7 @@ def run_tool(args: list[str], timeout: float = TOOL_TIMEOUT_S) -> str:
             capture_output=True,
             timeout=timeout,
             check=False,
+            env=env,
         )
     except subprocess.TimeoutExpired:
         raise ImageError(f"{args[0]} {verb} timed out after {timeout:g}s") from None
@@ -60,19 +63,37 @@ def run_tool(args: list[str], timeout: float = TOOL_TIMEOUT_S) -> str:
 
 
 def skopeo_copy(
-    source: str, destination: str, timeout: float = TOOL_TIMEOUT_S, tls_verify: bool = True
+    source: str,
+    destination: str,
+    timeout: float = TOOL_TIMEOUT_S,
+    tls_verify: bool = True,
+    authfile: Path | None = None,
 ) -> None:
     """`skopeo copy SOURCE DESTINATION` (transport:reference on both sides).
 
     skopeo gets the timeout too (`--command-timeout`), so that one left behind by a server
     killed mid-pull ends by itself; `tls_verify=False` lets a `docker://` source be an
-    insecure (plain HTTP or self-signed) registry.
+    insecure (plain HTTP or self-signed) registry; `authfile` is the source's only auth file
+    (its path is on the command line, never a credential: registryauth.py).
     """
     policy = [] if POLICY.exists() else ["--insecure-policy"]
     limit = [f"--command-timeout={max(1, int(timeout))}s"]
     tls = [] if tls_verify else ["--src-tls-verify=false"]
-    args = ["skopeo", *policy, *limit, "copy", "--quiet", *tls, source, destination]
-    run_tool(args, timeout + 5)
+    auth = [f"--src-authfile={authfile}"] if authfile is not None else []
+    args = ["skopeo", *policy, *limit, "copy", "--quiet", *tls, *auth, source, destination]
+    run_tool(args, timeout + 5, _auth_only(authfile) if authfile is not None else None)
+
+
+def _auth_only(authfile: Path) -> dict[str, str]:
+    """An environment in which skopeo finds no auth file but `authfile`: skopeo 1.9 reads
+    `~/.docker/config.json` and `$XDG_RUNTIME_DIR/containers/auth.json` even when given
+    `--src-authfile` (a task would pull with the node's credentials), so every place it looks
+    is the auth file's own private dir."""
+    private = str(authfile.parent)
+    env = {k: v for k, v in os.environ.items() if k not in ("REGISTRY_AUTH_FILE",)}
+    env.update(HOME=private, XDG_RUNTIME_DIR=private, XDG_CONFIG_HOME=private,
+               DOCKER_CONFIG=private)
+    return env
 
 
 def merge_layout(staging: Path, layout: Path, ref: str) -> None:

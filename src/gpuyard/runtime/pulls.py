@@ -1,8 +1,9 @@
 """The image pulls of one node, in the background: `ContainerRuntime.start` never waits for one.
 
 A task whose image is not ready joins the pull of that image (`PullQueue.wait_for`). Pulls are
-bounded: a few worker threads (`PullPolicy.workers`), one pull per image name at a time,
-shared by every task waiting for it, and a timeout per try. A try that fails for a transient
+bounded: a few worker threads (`PullPolicy.workers`), one pull per image name and registry
+login at a time, shared by every task waiting for it with that login (a task never rides on
+another's credentials), and a timeout per try. A try that fails for a transient
 reason (`registryerrors.classify`) is tried again after an exponential backoff, up to
 `PullPolicy.tries` tries; a permanent failure, or the last try, ends every waiting task. The
 queue only calls back; the task dirs are the runtime's (`executor.py`, `pullwait.py`).
@@ -16,10 +17,12 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gpuyard.model.registries import RegistryLogin
 from gpuyard.runtime.errors import ImageError
 from gpuyard.runtime.registryerrors import classify
 
@@ -78,49 +81,71 @@ class PullState:
         return text
 
 
+_RETRY = re.compile(r" \(attempt (\d+)/\d+ after: (.+)\)$")
+
+
+def retry_of(detail: str) -> tuple[int, str] | None:
+    """(the try under way, the kind of the failure before it) of a `PullState.detail()`
+    that tells a retry; None for any other detail."""
+    found = _RETRY.search(detail)
+    return (int(found[1]), found[2]) if found else None
+
+
+Failed = Callable[[str, str, bool], None]  # (task key, message, transient?)
+PullKey = tuple[str, str]  # (image, fingerprint of its login or "")
+
+
 @dataclass(eq=False)
 class _Pull:
     image: str
     waiters: set[str] = field(default_factory=set)
     failures: int = 0
     last_error: str | None = None
+    login: RegistryLogin | None = None
+
+    @property
+    def key(self) -> PullKey:
+        return self.image, self.login.fingerprint() if self.login is not None else ""
 
 
 class PullQueue:
-    """One pull per image at a time; calls back `on_progress(key, state)` after a transient
-    failure, then `on_ready(key)` or `on_failed(key, message)` for each task still waiting."""
+    """One pull per image and login at a time; calls back `on_progress(key, state)` after a
+    transient failure, then `on_ready(key)` or `on_failed(key, message, transient)` for each
+    task still waiting (`transient`: the last of the tries failed for a transient reason)."""
 
     def __init__(
         self,
-        fetch: Callable[[str, float], object],  # (image, timeout_s): pull and unpack, or raise
+        # (image, timeout_s, login): pull and unpack, or raise
+        fetch: Callable[[str, float, RegistryLogin | None], object],
         policy: PullPolicy,
         on_progress: Callable[[str, PullState], None],
         on_ready: Callable[[str], None],
-        on_failed: Callable[[str, str], None],
+        on_failed: Failed,
     ) -> None:
         self.policy = policy
         self._fetch = fetch
         self._on_progress, self._on_ready, self._on_failed = on_progress, on_ready, on_failed
         self._lock = threading.Lock()
-        self._pulls: dict[str, _Pull] = {}
-        self._work: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._pulls: dict[PullKey, _Pull] = {}
+        self._work: queue.SimpleQueue[PullKey | None] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
         self._closed = False
 
-    def wait_for(self, image: str, key: str) -> None:
-        """Task `key` waits for `image`: joins its pull, or starts one."""
+    def wait_for(self, image: str, key: str, login: RegistryLogin | None = None) -> None:
+        """Task `key` waits for `image`, pulled with `login`: joins that pull, or starts one."""
+        new = _Pull(image, {key}, login=login)
         with self._lock:
             if self._closed:
                 return
-            pull = self._pulls.get(image)
+            pull = self._pulls.get(new.key)
             if pull is None:
-                self._pulls[image] = _Pull(image, {key})
+                self._pulls[new.key] = new
                 self._spawn_worker()
             else:
                 pull.waiters.add(key)
                 state = self._state(pull) if pull.failures else None
         if pull is None:
-            self._work.put(image)
+            self._work.put(new.key)
         elif state is not None:  # a pull between its tries: say so at once
             self._on_progress(key, state)
 
@@ -132,8 +157,11 @@ class PullQueue:
 
     def waiting(self) -> dict[str, set[str]]:
         """Image → the tasks waiting for it (a copy)."""
+        out: dict[str, set[str]] = {}
         with self._lock:
-            return {image: set(p.waiters) for image, p in self._pulls.items()}
+            for pull in self._pulls.values():
+                out.setdefault(pull.image, set()).update(pull.waiters)
+        return out
 
     def close(self) -> None:
         """Start no more pulls and call nothing back; a try under way ends by its timeout."""
@@ -155,19 +183,20 @@ class PullQueue:
             worker.start()
 
     def _serve(self) -> None:
-        while (image := self._work.get()) is not None:
-            self._try(image)
+        while (key := self._work.get()) is not None:
+            self._try(key)
 
-    def _try(self, image: str) -> None:
+    def _try(self, pull_key: PullKey) -> None:
         with self._lock:
-            pull = self._pulls.get(image)
+            pull = self._pulls.get(pull_key)
             if pull is None or self._closed:
                 return
             if not pull.waiters:  # every task waiting for it was stopped
-                del self._pulls[image]
+                del self._pulls[pull_key]
                 return
+        image = pull.image
         try:
-            self._fetch(image, self.policy.timeout_s)
+            self._fetch(image, self.policy.timeout_s, pull.login)
         except Exception as e:  # whatever it is, no task may wait for this pull for ever
             self._failed(pull, str(e) if isinstance(e, ImageError) else f"{image}: {e!r}")
             return
@@ -177,7 +206,7 @@ class PullQueue:
     def _finish(self, pull: _Pull) -> list[str]:
         """Drop the pull; the tasks that still wait for it (none once closed)."""
         with self._lock:
-            self._pulls.pop(pull.image, None)
+            self._pulls.pop(pull.key, None)
             return [] if self._closed else sorted(pull.waiters)
 
     def _failed(self, pull: _Pull, message: str) -> None:
@@ -189,7 +218,7 @@ class PullQueue:
                 tries = "1 try" if pull.failures == 1 else f"{pull.failures} tries"
                 message = f"{tries} failed ({kind}); the last: {message}"
             for key in self._finish(pull):
-                _safely(self._on_failed, key, message)
+                _safely(self._on_failed, key, message, transient)
             return
         with self._lock:
             pull.last_error = kind
@@ -200,7 +229,7 @@ class PullQueue:
         delay = self.policy.backoff_s(pull.failures)
         log.info("pull of %s failed (%s); try %d/%d in %gs: %s", pull.image, kind,
                  pull.failures + 1, self.policy.tries, delay, message)
-        timer = threading.Timer(delay, self._work.put, (pull.image,))
+        timer = threading.Timer(delay, self._work.put, (pull.key,))
         timer.daemon = True
         timer.start()
 

@@ -10,7 +10,9 @@ whichever comes first:
 - the pull succeeded: the task is launched from its `launch.json` (`launch` callback: the
   runtime's own preparation and spawn); a failure there ends it as `start` would have failed
   (`ImageError`, `InvalidSpec`, else `AgentError`), recorded in `exit.json`;
-- the pull failed for good: `exit.json` says `ImageError` with the cause (and the count);
+- the pull failed for good: `exit.json` says `ImageError` with the cause, or
+  `RegistryUnavailable` (a platform failure, which the controller retries with its backoff)
+  when every try failed for a transient reason, with the count;
 - a stop: `exit.json` says `Cancelled`, and the task leaves the pull's waiters.
 
 So a task is never launched twice, nor after its stop. The markers outlive the server: a
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuyard.model import TaskReason
+from gpuyard.model.registries import RegistryLogin
 from gpuyard.runtime.errors import ImageError, LaunchInvalid
 from gpuyard.runtime.hostdirs import release_task_mounts
 from gpuyard.runtime.images import WAIT_MARKER, ImageStore, normalize
@@ -83,7 +86,7 @@ class WaitingTasks:
         self._launch = launch
         self._lock = threading.Lock()  # one claim or marker update at a time
         self.pulls = PullQueue(
-            lambda image, timeout_s: images.resolve(image, pull_timeout_s=timeout_s),
+            images.resolve,
             policy or PullPolicy.from_env(),
             self._progress, self._ready, self._failed,
         )
@@ -94,7 +97,7 @@ class WaitingTasks:
         image = normalize(launch.image)
         write_json(td.launch, dataclasses.asdict(launch))
         write_json(_marker(td), _state_json(PullState(image, verb, 1, self.pulls.policy.tries)))
-        self.pulls.wait_for(image, td.key)
+        self.pulls.wait_for(image, td.key, launch.image_login)
 
     def detail(self, td: TaskDir) -> str | None:
         state = read_state(td)
@@ -121,7 +124,7 @@ class WaitingTasks:
                 td = TaskDir(Path(entry.path))
                 state = read_state(td)
                 if state is not None and not td.exit_file.exists():
-                    self.pulls.wait_for(state.image, td.key)
+                    self.pulls.wait_for(state.image, td.key, _login(td))
                     resumed += 1
         return resumed
 
@@ -158,10 +161,19 @@ class WaitingTasks:
         except Exception as e:  # every way a start can fail, recorded as its end
             _end(td, end_reason(e), f"could not start the task: {e}")
 
-    def _failed(self, key: str, message: str) -> None:
+    def _failed(self, key: str, message: str, transient: bool = False) -> None:
         td = TaskDir(self.tasks_dir / key)
         if self._claim(td):
-            _end(td, TaskReason.IMAGE_ERROR, message)
+            reason = TaskReason.REGISTRY_UNAVAILABLE if transient else TaskReason.IMAGE_ERROR
+            _end(td, reason, message)
+
+
+def _login(td: TaskDir) -> RegistryLogin | None:
+    """The registry login in the task's `launch.json` (None if it has none, or no launch)."""
+    try:
+        return launch_from_json(read_json(td.launch)).image_login
+    except ValueError:
+        return None
 
 
 def _end(td: TaskDir, reason: str, message: str) -> None:

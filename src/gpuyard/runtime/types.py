@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass, field
 
 from gpuyard.model import GpuDevice
+from gpuyard.model.registries import RegistryLogin
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,9 @@ class TaskLaunch:
     workspace_mb: int | None = None
     # the tenant's storage roots: data_dir and output_dir are walked beneath one at launch
     storage_roots: tuple[str, ...] = ()
+    # the login the node pulls `image` with (the job's, else its tenant's, for the image's
+    # registry); None: no credentials at all, not even the node's (runtime/registryauth.py)
+    image_login: RegistryLogin | None = None
 
 
 class TaskPhase(enum.StrEnum):
