@@ -23,6 +23,7 @@ from gpuyard.api.authz import Forbidden
 from gpuyard.api.errors import Conflict, InvalidInput, unreadable_body
 from gpuyard.api.methods import allow_header
 from gpuyard.api.routers import (
+    images,
     jobs,
     nodes,
     notify,
@@ -58,7 +59,7 @@ def create_app(controller: Controller) -> FastAPI:
     app.state.log_streams = LogStreams()  # follows per user, log reads off the event loop
     # the tenants a platform admin allowed private webhooks (none else reach 127.0.0.1, ...)
     controller.webhooks.allow_private_for(private_webhooks_of(controller.store))
-    for module in (jobs, nodes, queue, tenants, users, tokens, openpai, usage, notify):
+    for module in (jobs, nodes, queue, tenants, users, tokens, openpai, usage, notify, images):
         app.include_router(module.router)
     install_metrics(app, controller)  # GET /metrics: the scrape token or an admin's
     app.include_router(web.router)  # the portal's pages (docs/portal.md)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -32,6 +33,8 @@ __all__ = ["DEFAULT_URL", "ApiClient", "ApiError", "ConnectionLost", "ServerUnre
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 #: Following logs: bounded to connect, unbounded between chunks (a quiet task is fine).
 FOLLOW_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=None)
+#: An image import or gc on nodes: each node's store works through it (minutes for GBs).
+IMAGE_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
 
 
 def make_http_client(url: str = DEFAULT_URL, token: str | None = None) -> httpx.Client:
@@ -242,6 +245,28 @@ class ApiClient:
     def remove_member(self, tenant: str, user: str) -> None:
         """DELETE /api/v1/tenants/{tenant}/members/{user}."""
         self._request("DELETE", f"{API}/tenants/{tenant}/members/{user}")
+
+    # -- the nodes' images (platform admins) --------------------------------------------
+
+    def images(self, nodes: list[str] | None = None) -> dict[str, Any]:
+        """GET /api/v1/images[?node=N...] → `{"images": [{name, nodes}], "unreachable"}`."""
+        return self._json("GET", f"{API}/images", params={"node": nodes} if nodes else None)
+
+    def image_state(self, image: str, nodes: list[str] | None = None) -> dict[str, Any]:
+        """GET /api/v1/images/state?image=X[&node=N...] → `{"image", "results"}`."""
+        params: dict[str, Any] = {"image": image, **({"node": nodes} if nodes else {})}
+        return self._json("GET", f"{API}/images/state", params=params)
+
+    def image_action(self, action: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST /api/v1/images/{pull|remove|gc} → `{"image", "results": [per node]}`."""
+        return self._json("POST", f"{API}/images/{action}", json=body, timeout=IMAGE_TIMEOUT)
+
+    def import_image(self, path: Path, params: dict[str, Any]) -> dict[str, Any]:
+        """POST /api/v1/images/import?name=&format=&node=|allNodes= with the file, streamed."""
+        with path.open("rb") as body:
+            return self._json("POST", f"{API}/images/import", params=params, content=body,
+                              headers={"Content-Type": "application/octet-stream"},
+                              timeout=IMAGE_TIMEOUT)
 
     # -- plumbing --------------------------------------------------------------------
 

@@ -54,10 +54,12 @@ from gpuyard.controller.nodeops import (
     overdue_drains,
     with_cordons,
 )
+from gpuyard.controller.prepull import MAX_JOBS, PLAN_INTERVAL_S, PrePuller, warm_targets
 from gpuyard.controller.runtimes import LearnedRuntimes
 from gpuyard.controller.view import ViewBuilder
 from gpuyard.controller.webhooks import WebhookDispatcher, job_payload
 from gpuyard.engine import AgentUnreachable, Engine, NodeUnavailable
+from gpuyard.engine.nodeimages import NodeImageOps
 from gpuyard.metrics import Instruments
 from gpuyard.model import (
     Clock,
@@ -143,6 +145,10 @@ class Controller:
         )  # owners' e-mails on job ends (mailer.py), the same kind of worker
         self.gpu_utilization = gpu_utilization  # None: no readings (fake or no NVML)
         self._idle = IdleWatch(gpu_utilization) if gpu_utilization else None
+        # queued jobs' images warmed on their likely nodes, on a thread of its own (prepull.py)
+        self.prepull = PrePuller(engine) if isinstance(engine, NodeImageOps) else None
+        self._prepull_planned_at = float("-inf")
+        self._start_notes: dict[int, str] = {}  # task id → what its start found of its image
 
     # ---- the background loop ---------------------------------------------------------
 
@@ -151,6 +157,8 @@ class Controller:
         self.engine.watch(self.wake)
         self.webhooks.start()
         self.mailer.start()
+        if self.prepull is not None:
+            self.prepull.start()
         self._thread = threading.Thread(target=self._run, name="gpuyard-controller", daemon=True)
         self._thread.start()
 
@@ -161,6 +169,8 @@ class Controller:
             self._thread.join(timeout=10)
         self.webhooks.stop()
         self.mailer.stop()
+        if self.prepull is not None:
+            self.prepull.stop()
 
     def idle_jobs(self) -> dict[str, str]:
         """Job id → tenant of the running jobs whose GPUs are idle past their window."""
@@ -187,6 +197,7 @@ class Controller:
         self._settle()
         self._enforce(nodes)
         self._schedule(nodes)
+        self._plan_prepulls(nodes)
         self._roll_up()
         self.cycles += 1
         self.instruments.controller_cycle.observe(time.perf_counter() - began)
@@ -240,8 +251,10 @@ class Controller:
             status.phase in (TaskPhase.RUNNING, TaskPhase.EXITED)
             and task.state == TaskState.STARTING
         ):
-            jobs.task_running(task.id, status.started_at or self.clock.now())
+            note = start_event_note(self._start_notes.pop(task.id, None))
+            jobs.task_running(task.id, status.started_at or self.clock.now(), note)
         if status.phase == TaskPhase.EXITED and status.exit is not None:
+            self._start_notes.pop(task.id, None)
             job = jobs.get(task.job_id)
             stop_reason = _stop_reason(job, task)
             state, reason = task_end_state(status.exit, stop_reason)
@@ -481,14 +494,32 @@ class Controller:
     def _try_start(self, item: tuple[TaskRecord, TaskLaunch]) -> tuple[str, str] | None:
         task, launch = item
         try:
-            self.engine.start(task.node, launch)
+            note = self.engine.start(task.node, launch)
         except ImageError as e:  # the spec's image: retrying cannot help
             return TaskReason.IMAGE_ERROR, str(e)
         except LaunchInvalid as e:  # the spec as given cannot run here: nor would a retry
             return TaskReason.INVALID_SPEC, str(e)
         except Exception as e:  # any other start failure is the platform's, and retried
             return TaskReason.AGENT_ERROR, f"could not start the task: {e}"
+        if note:
+            self._start_notes[task.id] = note
         return None
+
+    def _plan_prepulls(self, nodes: list[Node]) -> None:
+        """Every `PLAN_INTERVAL_S`, hand the pre-puller the queue heads' images and their
+        likely nodes (the pulls happen on its thread and on the nodes, never here)."""
+        now = self.clock.now()
+        if self.prepull is None or now - self._prepull_planned_at < PLAN_INTERVAL_S:
+            return
+        self._prepull_planned_at = now
+        queued = [j for j in self.store.jobs.in_states(JobState.QUEUED)
+                  if not j.held_by and not j.stop_requested]
+        queued.sort(key=lambda j: (j.pending_position or 1 << 30, j.seq))
+        specs = [self._spec(j) for j in queued[:MAX_JOBS]]
+        if any(s.image or any(r.image for r in s.task_roles.values()) for s in specs):
+            self.prepull.offer(warm_targets(specs, nodes, self.store.jobs.active_tasks()))
+        else:
+            self.prepull.offer([])
 
     # ---- helpers ---------------------------------------------------------------------
 
@@ -527,6 +558,14 @@ class Controller:
         if now - self._nodes_recorded_at >= NODE_RECORD_INTERVAL_S:
             self.store.nodes.record(nodes, self.engine.name)
             self._nodes_recorded_at = now
+
+
+def start_event_note(note: str | None) -> str | None:
+    """A task's start event message from what its start found: `image present`, or that the
+    image came first (`after pulling image X`)."""
+    if note is None or note == "image present":
+        return note
+    return f"after {note}"
 
 
 def _ran_s(tasks: Sequence[TaskRecord], now: float) -> float | None:

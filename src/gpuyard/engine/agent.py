@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
+from gpuyard.engine.nodeimages import node_image_op
 from gpuyard.model import GpuDevice, Node
 from gpuyard.runtime.executor import ContainerRuntime
 from gpuyard.runtime.types import TaskLaunch, TaskStatus
@@ -46,8 +48,8 @@ class NodeAgent:
         """Every node's (task subnet, address): routes to the others' task subnets."""
         self._runtime.set_cluster(members)
 
-    def start(self, launch: TaskLaunch) -> None:
-        self._runtime.start(launch)
+    def start(self, launch: TaskLaunch) -> str | None:
+        return self._runtime.start(launch)
 
     def status(self, key: str) -> TaskStatus:
         return self._runtime.status(key)
@@ -69,6 +71,10 @@ class NodeAgent:
 
     def release(self, key: str) -> None:
         self._runtime.remove(key)
+
+    def image_op(self, op: str, *args: Any) -> Any:
+        """An operation on this node's image store (`nodeimages.node_image_op`)."""
+        return node_image_op(self._runtime, op, *args)
 
     def keys(self) -> list[str]:
         return self._runtime.keys()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from gpuyard.engine.agent import NodeAgent
 from gpuyard.engine.base import NodeUnavailable
@@ -31,8 +32,8 @@ class LocalEngine:
     def claim_addresses(self, node: str, keys: list[str]) -> dict[str, str]:
         return self._on(node).claim_addresses(keys)
 
-    def start(self, node: str, launch: TaskLaunch) -> None:
-        self._on(node).start(launch)
+    def start(self, node: str, launch: TaskLaunch) -> str | None:
+        return self._on(node).start(launch)
 
     def status(self, node: str, key: str) -> TaskStatus:
         if node != self._agent.name:
@@ -56,6 +57,13 @@ class LocalEngine:
 
     def release(self, node: str, key: str) -> None:
         self._on(node).release(key)
+
+    def node_names(self) -> list[str]:
+        return [self._agent.name]
+
+    def image_op(self, node: str, op: str, *args: Any) -> Any:
+        """An operation on the node's image store (`engine/nodeimages.py`)."""
+        return self._on(node).image_op(op, *args)
 
     def watch(self, on_change: Callable[[], None]) -> None:
         self._agent.watch(on_change)

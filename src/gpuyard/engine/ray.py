@@ -304,8 +304,17 @@ class RayEngine:
     def claim_addresses(self, node: str, keys: list[str]) -> dict[str, str]:
         return self._call(node, "claim_addresses", keys, timeout=START_TIMEOUT_S)
 
-    def start(self, node: str, launch: TaskLaunch) -> None:
-        self._call(node, "start", launch, timeout=START_TIMEOUT_S)
+    def start(self, node: str, launch: TaskLaunch) -> str | None:
+        return self._call(node, "start", launch, timeout=START_TIMEOUT_S)
+
+    def node_names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._members)
+
+    def image_op(self, node: str, op: str, *args: Any) -> Any:
+        """An operation on the node's image store, by its agent (`engine/nodeimages.py`); an
+        import or a gc may take as long as a start."""
+        return self._call(node, "image_op", op, *args, timeout=START_TIMEOUT_S)
 
     def status(self, node: str, key: str) -> TaskStatus:
         self._member(node)

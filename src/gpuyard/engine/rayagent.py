@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import ray
 
@@ -72,8 +73,12 @@ class AgentActor:
     def set_cluster(self, members: list[tuple[str, str]]) -> None:
         self._agent.set_cluster(members)
 
-    def start(self, launch: TaskLaunch) -> None:
-        self._agent.start(launch)
+    def start(self, launch: TaskLaunch) -> str | None:
+        return self._agent.start(launch)
+
+    def image_op(self, op: str, *args: Any) -> Any:
+        """An operation on this node's image store (`engine/nodeimages.py`)."""
+        return self._agent.image_op(op, *args)
 
     def status(self, key: str) -> TaskStatus:
         return self._agent.status(key)

@@ -217,11 +217,13 @@ class ContainerRuntime:
         apply_gpu_setup(config, launch.gpus, self.gpu_setup, host_root=True)
         return config
 
-    def start(self, launch: TaskLaunch) -> None:
+    def start(self, launch: TaskLaunch) -> str | None:
         """Write the task dir and bundle, spawn the supervisor; does not wait for the task.
 
         An image that is not ready (not pulled, or not unpacked) is fetched in the background:
-        the task waits for it STARTING (`pullwait.py`) and `start` returns at once.
+        the task waits for it STARTING (`pullwait.py`) and `start` returns at once. Returns
+        what the start found of the task's image: `image present` (launched now), `pulling
+        image X` / `unpacking image X` (it waits); None for a task on the host's root.
         """
         try:
             td = self.task_dir(launch.key)
@@ -235,12 +237,14 @@ class ContainerRuntime:
             raise RuntimeStartError(f"task {launch.key} already exists on this node") from None
         if fetch is None:
             self._launch(td, launch)
-            return
+            return "image present" if launch.image else None
+        verb = "pulling" if fetch == "pull" else "unpacking"
         try:
-            self.waiting.defer(td, launch, "pulling" if fetch == "pull" else "unpacking")
+            self.waiting.defer(td, launch, verb)
         except OSError as e:
             _discard(td)
             raise RuntimeStartError(f"cannot prepare task {launch.key}: {e}") from e
+        return f"{verb} image {launch.image}"
 
     def _launch(self, td: TaskDir, launch: TaskLaunch, undo: bool = True) -> None:
         """Prepare the claimed task dir and spawn its supervisor (`start`, or once its image is

@@ -36,6 +36,7 @@ from gpuyard.model.registries import RegistryLogin
 from gpuyard.runtime.errors import ImageError, LaunchInvalid
 from gpuyard.runtime.hostdirs import release_task_mounts
 from gpuyard.runtime.images import WAIT_MARKER, ImageStore, normalize
+from gpuyard.runtime.imagewarm import ImageWarmer, is_warm_key
 from gpuyard.runtime.launchjson import launch_from_json
 from gpuyard.runtime.pulls import PullPolicy, PullQueue, PullState
 from gpuyard.runtime.taskdir import TaskDir, read_json, write_json
@@ -90,6 +91,7 @@ class WaitingTasks:
             policy or PullPolicy.from_env(),
             self._progress, self._ready, self._failed,
         )
+        self.warmer = ImageWarmer(images, self.pulls)  # pulls asked ahead of tasks (imagewarm.py)
 
     def defer(self, td: TaskDir, launch: TaskLaunch, verb: str) -> None:
         """Task `td` (its dir claimed) waits for its image; the launch comes when it is here."""
@@ -142,12 +144,17 @@ class WaitingTasks:
         return True
 
     def _progress(self, key: str, state: PullState) -> None:
+        if is_warm_key(key):  # a warm has no marker to update
+            return
         td = TaskDir(self.tasks_dir / key)
         with self._lock:
             if _marker(td).exists():  # never re-creates a claimed marker
                 write_json(_marker(td), _state_json(state))
 
     def _ready(self, key: str) -> None:
+        if is_warm_key(key):
+            self.warmer.done(key, None)
+            return
         td = TaskDir(self.tasks_dir / key)
         if not self._claim(td):
             return
@@ -162,6 +169,9 @@ class WaitingTasks:
             _end(td, end_reason(e), f"could not start the task: {e}")
 
     def _failed(self, key: str, message: str, transient: bool = False) -> None:
+        if is_warm_key(key):
+            self.warmer.done(key, message)
+            return
         td = TaskDir(self.tasks_dir / key)
         if self._claim(td):
             reason = TaskReason.REGISTRY_UNAVAILABLE if transient else TaskReason.IMAGE_ERROR

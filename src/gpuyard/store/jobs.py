@@ -360,14 +360,17 @@ class JobRepo:
             s.flush()
             return [TaskRecord.of(r) for r in rows]
 
-    def task_running(self, task_id: int, started_at: float) -> bool:
+    def task_running(self, task_id: int, started_at: float, message: str | None = None) -> bool:
+        """The task runs; `message` goes on its start event (e.g. "image present")."""
         with self._sessions.begin() as s:
             row = s.get(TaskRow, task_id, with_for_update=True)
             if row is None or row.state != TaskState.STARTING:
                 return False
             row.state, row.started_at = TaskState.RUNNING, started_at
             row.reason = row.message = None  # a start's detail (`task_detail`) is over
-            s.add(_task_event(row, TaskState.STARTING, TaskState.RUNNING, None, None, started_at))
+            s.add(
+                _task_event(row, TaskState.STARTING, TaskState.RUNNING, None, message, started_at)
+            )
             return True
 
     def task_detail(self, task_id: int, reason: str, message: str) -> bool:
