@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Row, func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpuyard.model import Clock, JobState, TaskReason, TaskState, check_job_transition
@@ -27,6 +27,16 @@ from gpuyard.store.records import (
 )
 from gpuyard.store.secrets import SecretBox
 from gpuyard.store.tables import EventRow, JobRow, TaskRow
+
+JOBS = JobRow.__table__
+# what `set_pending` compares before it locks a row to write it
+PENDING_COLUMNS = tuple(
+    JOBS.c[name]
+    for name in (
+        "id", "state", "pending_code", "pending_reason", "pending_position",
+        "pending_queue_length", "pending_eta", "pending_eta_basis",
+    )
+)
 
 
 class JobNotFound(LookupError):
@@ -89,8 +99,10 @@ class JobRepo:
         self._sessions = sessions
         self._clock = clock
         self._secrets = secrets or SecretBox.at(None)  # specs' secret values, sealed at rest
+        # `in_states`' last answer per set of states: each row with its record, to reuse
+        self._last: dict[tuple[str, ...], dict[str, tuple[Row[Any], JobRecord]]] = {}
 
-    def _record(self, row: JobRow) -> JobRecord:
+    def _record(self, row: JobRow | Row[Any]) -> JobRecord:
         """The row's record, its spec's secret values opened (they are sealed at rest)."""
         record = JobRecord.of(row)
         if self._secrets.holds_sealed(row.spec):
@@ -142,9 +154,19 @@ class JobRepo:
             return [self._record(r) for r in s.scalars(q)]
 
     def in_states(self, *states: JobState) -> list[JobRecord]:
-        q = select(JobRow).where(JobRow.state.in_([str(x) for x in states])).order_by(JobRow.seq)
+        """The jobs in these states, oldest first. Read each time (Core rows, not ORM
+        objects); a row equal to the one the last call with the same states read keeps its
+        record, so a queue that did not change costs one query and no JSON parsing."""
+        key = tuple(sorted(str(x) for x in states))
+        q = select(JOBS).where(JOBS.c.state.in_(key)).order_by(JOBS.c.seq)
         with self._sessions() as s:
-            return [self._record(r) for r in s.scalars(q)]
+            rows = s.execute(q).all()
+        last, now = self._last.get(key, {}), {}
+        for row in rows:
+            kept = last.get(row.id)
+            now[row.id] = kept if kept is not None and kept[0] == row else (row, self._record(row))
+        self._last[key] = now  # one assignment: a reader on another thread sees old or new
+        return [record for _, record in now.values()]
 
     def stop_requested(self) -> list[JobRecord]:
         q = (
@@ -425,7 +447,7 @@ def _lock_changed(s: Session, reasons: Mapping[str, Pending]) -> Sequence[JobRow
     """The queued jobs whose pending reason changed, read again FOR UPDATE on PostgreSQL
     (only those: locking every queued row each cycle would write every one), in id order so
     that two writers never wait on each other."""
-    rows = s.scalars(select(JobRow).where(JobRow.id.in_(list(reasons))))
+    rows = s.execute(select(*PENDING_COLUMNS).where(JOBS.c.id.in_(list(reasons))))
     changed = [
         r.id for r in rows if r.state == JobState.QUEUED and _pending_changed(r, reasons[r.id])
     ]
@@ -463,7 +485,7 @@ def _queued_row(s: Session, job_id: str, what: str) -> JobRow:
     return row
 
 
-def _pending_changed(row: JobRow, p: Pending) -> bool:
+def _pending_changed(row: JobRow | Row[Any], p: Pending) -> bool:
     stored = (row.pending_code, row.pending_reason, row.pending_position, row.pending_queue_length)
     if stored != (p.code, p.message, p.position, p.queue_length):
         return True
