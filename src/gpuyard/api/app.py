@@ -23,6 +23,7 @@ from gpuyard.api.authz import Forbidden
 from gpuyard.api.errors import Conflict, InvalidInput, unreadable_body
 from gpuyard.api.methods import allow_header
 from gpuyard.api.routers import (
+    arrays,
     images,
     jobs,
     nodes,
@@ -61,6 +62,7 @@ def create_app(controller: Controller) -> FastAPI:
     controller.webhooks.allow_private_for(private_webhooks_of(controller.store))
     for module in (jobs, nodes, queue, tenants, users, tokens, openpai, usage, notify, images):
         app.include_router(module.router)
+    app.include_router(arrays.router)  # job arrays and POST /api/v1/jobs:batch
     install_metrics(app, controller)  # GET /metrics: the scrape token or an admin's
     app.include_router(web.router)  # the portal's pages (docs/portal.md)
     app.include_router(web_usage.router)  # the portal's Usage page (docs/accounting.md)

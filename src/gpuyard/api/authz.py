@@ -18,7 +18,9 @@ not leak across tenants. A visible job the caller may not act on answers 403.
 | none                     | (404)                   | (404)          | (404)          | 403    |
 
 A resubmit is a submit (to the tenant the document names) of a job the caller sees; a bulk
-cancel asks `job_actions` for each job it matches, exactly as a single cancel does.
+cancel asks `job_actions` for each job it matches, exactly as a single cancel does. A job
+array's parent is ruled as a job (its tenant, its owner); a spec's `after` may name only jobs
+and arrays the submitter sees (another tenant's id reads as one that does not exist).
 
 Secrets: a spec's secret values (secret env values, OpenPAI commands that hold a secret) are
 shown to whoever may read the job's logs; everyone else who sees the job sees `<redacted>`.
@@ -37,9 +39,21 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
+from typing import Protocol
 
 from gpuyard.model import Tenant
 from gpuyard.store import JobNotFound, JobRecord, TenantRole, UserRecord
+
+
+class Owned(Protocol):
+    """What the job rules read: a job's or a job array's id, tenant and owner."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def tenant(self) -> str: ...
+    @property
+    def owner(self) -> str | None: ...
 
 
 class Forbidden(Exception):
@@ -68,7 +82,7 @@ JOB_RULES: dict[TenantRole, tuple[frozenset[JobAction], frozenset[JobAction]]] =
 SUBMITTERS = frozenset({TenantRole.TENANT_ADMIN, TenantRole.MEMBER})
 
 
-def job_actions(caller: UserRecord, job: JobRecord) -> frozenset[JobAction]:
+def job_actions(caller: UserRecord, job: Owned) -> frozenset[JobAction]:
     """What `caller` may do to `job` (empty: the job is invisible to them)."""
     if caller.is_admin:
         return ALL
@@ -79,7 +93,7 @@ def job_actions(caller: UserRecord, job: JobRecord) -> frozenset[JobAction]:
     return own if job.owner == caller.name else others
 
 
-def authorize_job(caller: UserRecord, job: JobRecord, action: JobAction) -> None:
+def authorize_job(caller: UserRecord, job: Owned, action: JobAction) -> None:
     """Raise `JobNotFound` (404) for an invisible job, `Forbidden` (403) for a refused act."""
     allowed = job_actions(caller, job)
     if not allowed:
@@ -88,7 +102,7 @@ def authorize_job(caller: UserRecord, job: JobRecord, action: JobAction) -> None
         raise Forbidden(_job_refusal(caller, job, action))
 
 
-def _job_refusal(caller: UserRecord, job: JobRecord, action: JobAction) -> str:
+def _job_refusal(caller: UserRecord, job: Owned, action: JobAction) -> str:
     role = caller.role_in(job.tenant)
     if role == TenantRole.VIEWER:
         return (

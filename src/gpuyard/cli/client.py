@@ -20,6 +20,7 @@ import httpx
 from gpuyard.cli.basics import (
     API,
     DEFAULT_URL,
+    HTTP_NOT_FOUND,
     ApiError,
     ConnectionLost,
     ServerUnreachable,
@@ -109,6 +110,28 @@ class ApiClient:
     def get_job(self, job_id: str) -> dict[str, Any]:
         """GET /api/v1/jobs/{id} → JobDetail."""
         return self._json("GET", f"{API}/jobs/{job_id}")
+
+    def get_array(self, array_id: str) -> dict[str, Any]:
+        """GET /api/v1/arrays/{id} → ArrayDetail (its summary and `children`)."""
+        return self._json("GET", f"{API}/arrays/{array_id}")
+
+    def get_job_or_array(self, job_id: str) -> dict[str, Any]:
+        """The job of this id, else the job array (with `children`); a 404 if neither."""
+        try:
+            return self.get_job(job_id)
+        except ApiError as exc:
+            if exc.status != HTTP_NOT_FOUND:
+                raise
+            try:
+                return self.get_array(job_id)
+            except ApiError as again:
+                if again.status != HTTP_NOT_FOUND:
+                    raise
+                raise exc from None
+
+    def cancel_array(self, array_id: str) -> dict[str, Any]:
+        """POST /api/v1/arrays/{id}/cancel → `{"id", "state", "cancelled"}`."""
+        return self._json("POST", f"{API}/arrays/{array_id}/cancel")
 
     def cancel_job(self, job_id: str) -> dict[str, Any]:
         """POST /api/v1/jobs/{id}/cancel → `{"id", "state"}`; 409 if it already ended."""

@@ -16,6 +16,7 @@ from gpuyard.cli.basics import (
     EXIT_USAGE,
     HTTP_CONFLICT,
     HTTP_INVALID,
+    HTTP_NOT_FOUND,
     check_states,
 )
 from gpuyard.cli.client import ApiError
@@ -81,11 +82,28 @@ def cancel_one(session: Session, job_id: str) -> None:
         try:
             result = session.client.cancel_job(job_id)
         except ApiError as exc:
+            if exc.status == HTTP_NOT_FOUND:  # a job array? its children are cancelled
+                cancel_array(session, job_id, exc)
+                return
             if exc.status != HTTP_CONFLICT:
                 raise
             fail(session, f"job {job_id} already ended; nothing to cancel")
     session.out.print(
         Text.assemble(f"cancelling job {job_id}: state ", (str(result.get("state")), "bold"))
+    )
+
+
+def cancel_array(session: Session, array_id: str, not_a_job: ApiError) -> None:
+    """Cancel a job array's children; the job's 404 stands if it is no array either."""
+    try:
+        result = session.client.cancel_array(array_id)
+    except ApiError as exc:
+        raise (not_a_job if exc.status == HTTP_NOT_FOUND else exc) from None
+    session.out.print(
+        Text.assemble(
+            f"cancelling job array {array_id} ({result.get('cancelled')} jobs): state ",
+            (str(result.get("state")), "bold"),
+        )
     )
 
 

@@ -1,6 +1,7 @@
 """`gpuyard jobs` on the fast path (`gpuyard.cli.fast`): the same options as the full
 command's (`--state` repeatable, `--tenant`, `--user`, `--name GLOB`, `--since`, `--limit`,
-`--cursor`, `-o table|json`), a plain table; the next page's cursor said on stderr."""
+`--cursor`, `-o table|json`, `--expand`: a job array's children under it), a plain table;
+the next page's cursor said on stderr."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 
 from gpuyard.cli.basics import EXIT_OK, check_states, more_jobs_hint, print_json
 from gpuyard.cli.fast import command_parser, run, wants_color
+from gpuyard.cli.jobtree import job_tree
 from gpuyard.cli.plainhttp import PlainClient
 from gpuyard.cli.plaintable import jobs_table
 
@@ -32,7 +34,8 @@ def jobs(client: PlainClient, args: argparse.Namespace) -> int:
     if args.output == "json":
         print_json(data)
         return EXIT_OK
-    sys.stdout.write(jobs_table(data.get("jobs") or [], color=wants_color(sys.stdout)))
+    rows = job_tree(data.get("jobs") or [], data.get("arrays"), args.expand)
+    sys.stdout.write(jobs_table(rows, color=wants_color(sys.stdout)))
     if hint := more_jobs_hint(data.get("nextCursor")):
         sys.stderr.write(hint + "\n")
     return EXIT_OK
@@ -48,4 +51,5 @@ def main(argv: list[str]) -> int:
     command.add_argument("--cursor")
     command.add_argument("--limit", type=positive)
     command.add_argument("--output", "-o", choices=("table", "json"), default="table")
+    command.add_argument("--expand", action="store_true")
     return run(argv, top, jobs)

@@ -45,6 +45,7 @@ from gpuyard.cli.basics import (
 from gpuyard.cli.client import ApiError
 from gpuyard.cli.control import COMMANDS, parse_states, priority
 from gpuyard.cli.follow import JobWatcher
+from gpuyard.cli.jobtree import job_tree
 from gpuyard.cli.login import login, whoami
 from gpuyard.cli.notify import notify
 from gpuyard.cli.render import (
@@ -55,6 +56,7 @@ from gpuyard.cli.render import (
     render_spec_errors,
     render_submitted,
 )
+from gpuyard.cli.render_array import render_array
 from gpuyard.cli.render_queue import render_queue
 from gpuyard.cli.session import Output, Session, api_errors, fail, session_of
 from gpuyard.cli.tenantflag import with_tenant
@@ -211,8 +213,11 @@ def jobs(
         str | None, typer.Option("--cursor", help="The next page (said below the last one).")
     ] = None,
     output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
+    expand: Annotated[
+        bool, typer.Option("--expand", help="A job array's children under it, not a count.")
+    ] = False,
 ) -> None:
-    """List jobs, newest first, a page at a time."""
+    """List jobs, newest first, a page at a time (a job array as one row)."""
     session = session_of(ctx)
     filters = {"user": user, "name": name, "since": since, "cursor": cursor}
     with api_errors(session):
@@ -220,7 +225,7 @@ def jobs(
     if output is Output.json:
         print_json(data)
         return
-    render_jobs(session.out, data.get("jobs") or [])
+    render_jobs(session.out, job_tree(data.get("jobs") or [], data.get("arrays"), expand))
     if hint := more_jobs_hint(data.get("nextCursor")):
         session.err.print(Text(hint))
 
@@ -231,12 +236,14 @@ def show(
     job_id: Annotated[str, typer.Argument(help="Job id.")],
     output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
 ) -> None:
-    """Show one job: its state, tasks and events."""
+    """Show one job (its state, tasks and events) or a job array (its children)."""
     session = session_of(ctx)
     with api_errors(session, job_id):
-        job = session.client.get_job(job_id)
+        job = session.client.get_job_or_array(job_id)
     if output is Output.json:
         print_json(job)
+    elif "children" in job:
+        render_array(session.out, job)
     else:
         render_job(session.out, job)
 

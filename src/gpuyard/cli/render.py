@@ -194,6 +194,11 @@ def job_header(job: dict[str, Any], now: datetime | None = None) -> Panel:
         grid.add_row("reason", job_note({"reason": job["reason"], "state": job.get("state")}))
     if job.get("state") in ("SCHEDULED", "RUNNING"):
         grid.add_row("kind", kind_text(job))
+    if job.get("arrayId"):
+        grid.add_row("array", Text(f"index {job.get('arrayIndex')} of {job['arrayId']}"))
+    if job.get("after"):
+        waits = "; ".join(f"{k}: {', '.join(v)}" for k, v in job["after"].items())
+        grid.add_row("after", Text(waits))
     grid.add_row("priority", plain(job.get("priority")))
     grid.add_row("gpus", plain(job.get("gpus")))
     grid.add_row("attempt", Text(attempt_summary(job)))

@@ -102,6 +102,13 @@ def job_peers(
     )
 
 
+def array_env(job: JobRecord) -> dict[str, str]:
+    """A job array's child knows its index and its parent (GPUYARD_ARRAY_INDEX, _PARENT)."""
+    if job.array_id is None:
+        return {}
+    return {"GPUYARD_ARRAY_INDEX": str(job.array_index), "GPUYARD_ARRAY_PARENT": job.array_id}
+
+
 def build_launch(
     job: JobRecord,
     spec: JobSpec,
@@ -132,7 +139,7 @@ def build_launch(
         resumed=task.attempt > 1,
         run_as=run_as(tenant),
         role_task_counts=tuple((name, r.task_number) for name, r in spec.task_roles.items()),
-        job_env=tuple(sorted(job_env(spec, job.owner).items())),
+        job_env=tuple(sorted((job_env(spec, job.owner) | array_env(job)).items())),
         gpu_memory_mb=task.gpu_memory_mb,
         gpu_compute_percent=role.gpu_compute_percent if task.gpu_memory_mb else None,
         peers=peers,

@@ -28,6 +28,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from gpuyard.controller.dependencies import Gate
 from gpuyard.controller.idle import IdleFinding, IdleWatch, UtilizationReader
 from gpuyard.controller.launch import (
     DEFAULT_PORT_RANGE,
@@ -129,6 +130,7 @@ class Controller:
         self.scheduler = Scheduler(scheduler_config)
         self.runtimes = LearnedRuntimes(store)  # run times learned from succeeded jobs
         self._views = ViewBuilder(store, self._spec, self.runtimes)
+        self.gate = Gate(store)  # dependencies and job arrays' %N (dependencies.py)
         self._wake = threading.Event()
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
@@ -404,6 +406,7 @@ class Controller:
         if held := [j for j in waiting if j.held_by]:  # `gpuyard hold`: keeps its place only
             self.store.jobs.set_pending({j.id: held_pending(j) for j in held})
             waiting = [j for j in waiting if not j.held_by]
+        waiting = self.gate.admit(waiting, self._ended)  # `after` and `%N`: not seen if kept
         backing_off = [j for j in waiting if j.not_before is not None and j.not_before > now]
         queued = [j for j in waiting if j.not_before is None or j.not_before <= now]
         if backing_off:  # a platform failure's backoff: not placed, holds nothing

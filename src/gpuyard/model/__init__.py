@@ -19,6 +19,7 @@ from gpuyard.model.states import (
     JobState,
     TaskReason,
     TaskState,
+    array_state,
     check_job_transition,
     failure_class,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "tenant_uid",
     "IdleGpuAction",
     "JOB_TRANSITIONS",
+    "array_state",
     "Clock",
     "CordonState",
     "NodeCordon",

@@ -2,13 +2,15 @@
 
 A job moves QUEUED → SCHEDULED → RUNNING → SUCCEEDED | FAILED | STOPPED, and back to
 QUEUED on a retry or a preemption (a new attempt). Every move is checked against
-`JOB_TRANSITIONS`; the controller records each one as an event.
+`JOB_TRANSITIONS`; the controller records each one as an event. A job array's parent is not
+a job: its state is a summary of its children's (`array_state`).
 """
 
 from __future__ import annotations
 
 import enum
 import signal
+from collections.abc import Mapping
 
 
 class JobState(enum.StrEnum):
@@ -29,6 +31,8 @@ class JobState(enum.StrEnum):
 
 
 JOB_TRANSITIONS: dict[JobState, frozenset[JobState]] = {
+    # QUEUED → FAILED: `DependencyNeverSatisfied` (an `after` that can no longer be met)
+    # or a platform error; QUEUED → STOPPED: cancelled before it started
     JobState.QUEUED: frozenset({JobState.SCHEDULED, JobState.STOPPED, JobState.FAILED}),
     JobState.SCHEDULED: frozenset(
         {JobState.RUNNING, JobState.QUEUED, JobState.FAILED, JobState.STOPPED, JobState.SUCCEEDED}
@@ -40,6 +44,20 @@ JOB_TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     JobState.FAILED: frozenset(),
     JobState.STOPPED: frozenset(),
 }
+
+
+def array_state(counts: Mapping[JobState, int]) -> JobState:
+    """A job array's state from how many of its children are in each state: QUEUED until
+    one has started or ended, RUNNING while any is not ended, then FAILED if any failed,
+    else STOPPED if any stopped, else SUCCEEDED."""
+    active = sum(n for st, n in counts.items() if not st.is_final)
+    if active:
+        started = sum(n for st, n in counts.items() if st != JobState.QUEUED)
+        return JobState.RUNNING if started else JobState.QUEUED
+    for end in (JobState.FAILED, JobState.STOPPED):
+        if counts.get(end):
+            return end
+    return JobState.SUCCEEDED
 
 
 class IllegalTransition(ValueError):
@@ -83,6 +101,8 @@ class TaskReason:
     # 5xx, 429): the registry's outage, retried as the platform's (runtime/registryerrors.py)
     REGISTRY_UNAVAILABLE = "RegistryUnavailable"
     PLATFORM_ERROR = "PlatformError"  # a job's end: platform failures in a row past the cap
+    # a job's end (QUEUED → FAILED): a job it waits on (`after`) ended so that it never can
+    DEPENDENCY_NEVER_SATISFIED = "DependencyNeverSatisfied"
 
     @staticmethod
     def error(exit_code: int) -> str:
@@ -120,6 +140,7 @@ _FAILURE_CLASSES: dict[str, FailureClass] = {
     TaskReason.INVALID_SPEC: FailureClass.INVALID,
     TaskReason.IDLE_GPU: FailureClass.INVALID,  # a policy stop: retrying would idle again
     TaskReason.PLATFORM_ERROR: FailureClass.INVALID,  # the retries were what kept failing
+    TaskReason.DEPENDENCY_NEVER_SATISFIED: FailureClass.INVALID,  # nothing to retry: not run
     TaskReason.NODE_LOST: FailureClass.PLATFORM,
     TaskReason.PREEMPTED: FailureClass.PLATFORM,
     TaskReason.AGENT_ERROR: FailureClass.PLATFORM,

@@ -8,6 +8,7 @@ errors in both (YAML and JSON parsers would silently keep the last one).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,15 @@ from typing import Any
 import yaml
 
 from gpuyard.spec import limits
-from gpuyard.spec.errors import FieldError, HugeNumber, SpecError, got
+from gpuyard.spec.arrays import (
+    ARRAY_KEY,
+    PARAMETERS_KEY,
+    ArrayRequest,
+    read_array_request,
+    with_parameters,
+    without_array,
+)
+from gpuyard.spec.errors import Errors, FieldError, HugeNumber, SpecError, got
 from gpuyard.spec.models import JobSpec
 from gpuyard.spec.notices import FieldWarning
 from gpuyard.spec.openpai import convert_openpai, is_openpai
@@ -92,10 +101,10 @@ def _from_yaml(text: str) -> object:
         raise _fail(f"YAML syntax error: {e}") from e
 
 
-def _decode(text: str | bytes) -> str:
+def _decode(text: str | bytes, max_bytes: int = limits.MAX_SPEC_BYTES) -> str:
     size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
-    if size > limits.MAX_SPEC_BYTES:
-        raise _fail(f"the spec is {size} bytes long; at most {limits.MAX_SPEC_BYTES} allowed")
+    if size > max_bytes:
+        raise _fail(f"the spec is {size} bytes long; at most {max_bytes} allowed")
     if isinstance(text, str):
         return text
     try:
@@ -104,9 +113,12 @@ def _decode(text: str | bytes) -> str:
         raise _fail(f"the spec is not UTF-8 text (bad byte at offset {e.start})") from e
 
 
-def read_document(text: str | bytes, content_type: str | None = None) -> object:
-    """The document a body holds: JSON if declared or if it looks like JSON, else YAML."""
-    body = _decode(text)
+def read_document(
+    text: str | bytes, content_type: str | None = None, max_bytes: int = limits.MAX_SPEC_BYTES
+) -> object:
+    """The document a body holds: JSON if declared or if it looks like JSON, else YAML
+    (`max_bytes`: a batch of specs may be larger than one spec)."""
+    body = _decode(text, max_bytes)
     declared_json = bool(content_type) and "json" in str(content_type).lower()
     try:
         if declared_json:
@@ -123,25 +135,70 @@ def read_document(text: str | bytes, content_type: str | None = None) -> object:
 @dataclass(frozen=True, slots=True)
 class LoadedJob:
     """A validated spec, the warnings about fields accepted but not honoured, and the OpenPAI
-    document it was converted from (None for our format: the spec is the document)."""
+    document it was converted from (None for our format: the spec is the document). For a
+    job array, `array` and `document` (the document without its array fields, from which
+    `array_children` makes each child)."""
 
     spec: JobSpec
     warnings: tuple[FieldWarning, ...] = ()
     original: dict[str, Any] | None = None
+    array: ArrayRequest | None = None
+    document: dict[str, Any] | None = None
+
+
+def _parse_one(doc: dict[Any, Any]) -> LoadedJob:
+    if not is_openpai(doc):
+        return LoadedJob(parse_ours(doc))
+    spec, warnings = convert_openpai(doc)
+    return LoadedJob(spec, tuple(warnings), doc)
 
 
 def parse_job(doc: object) -> LoadedJob:
-    """A parsed document (our format or OpenPAI v2) → the validated spec and its warnings."""
+    """A parsed document (our format or OpenPAI v2) → the validated spec and its warnings;
+    a job array's spec is its first child's."""
     if doc is None:
         raise _fail("the spec is empty; expected a mapping with name and taskRoles")
     if not isinstance(doc, dict):
         raise _fail(
             f"the spec must be a mapping of fields, like name: ... and taskRoles: ...{got(doc)}"
         )
-    if not is_openpai(doc):
-        return LoadedJob(parse_ours(doc))
-    spec, warnings = convert_openpai(doc)
-    return LoadedJob(spec, tuple(warnings), doc)
+    if ARRAY_KEY not in doc and PARAMETERS_KEY not in doc:
+        return _parse_one(doc)
+    errs = Errors()
+    openpai = is_openpai(doc)
+    array = read_array_request(errs, doc, openpai)
+    base = without_array(doc)
+    first = base
+    if array is not None and array.parameters:
+        first = with_parameters(base, array.parameters[0], openpai)
+    try:
+        loaded = _parse_one(first)
+    except SpecError as e:
+        raise SpecError([*errs.items, *e.errors]) from None
+    errs.raise_if_any()
+    return dataclasses.replace(loaded, array=array, document=base)
+
+
+def array_children(loaded: LoadedJob) -> list[tuple[int, LoadedJob]]:
+    """Each index of a job array with its child's spec: the same spec for every index, or,
+    with `arrayParameters`, each child's own (SpecError naming the first index that fails)."""
+    array = loaded.array
+    if array is None:
+        return []
+    plain = dataclasses.replace(loaded, array=None, document=None)
+    if not array.parameters or loaded.document is None:
+        return [(index, plain) for index in array.indices]
+    openpai = is_openpai(loaded.document)
+    children = []
+    for index, values in zip(array.indices, array.parameters, strict=True):
+        try:
+            child = _parse_one(with_parameters(loaded.document, values, openpai))
+        except SpecError as e:
+            raise SpecError(
+                [FieldError(err.path, f"array index {index}: {err.message}") for err in e.errors]
+            ) from None
+        children.append((index, child))
+    return children
 
 
 def parse_job_spec(doc: object) -> JobSpec:

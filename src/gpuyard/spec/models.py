@@ -36,6 +36,24 @@ def _document(value: str | Secret) -> str | dict[str, str]:
     return value.to_document() if isinstance(value, Secret) else value
 
 
+@dataclass(frozen=True, slots=True)
+class After:
+    """The jobs a job waits for (`after`): `ok` to succeed, `any` to end, `notok` to fail or
+    stop (Slurm's afterok, afterany, afternotok). An id may name a job array: its state."""
+
+    ok: tuple[str, ...] = ()
+    any: tuple[str, ...] = ()
+    notok: tuple[str, ...] = ()
+
+    @property
+    def job_ids(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((*self.ok, *self.any, *self.notok)))
+
+    def to_document(self) -> dict[str, list[str]]:
+        kinds = {"ok": self.ok, "any": self.any, "notok": self.notok}
+        return {kind: list(ids) for kind, ids in kinds.items() if ids}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskRoleSpec:
     """One task role: `task_number` identical tasks, each asking for these resources.
@@ -117,6 +135,7 @@ class JobSpec:
     # the node's network namespace instead of the task's own: a tenant permission (Tenant.
     # allow_host_network), for e.g. NCCL over InfiniBand (docs/runtime.md, Network)
     host_network: bool = False
+    after: After | None = None  # the jobs it waits for (spec/arrays.py, docs/spec.md)
 
     def __post_init__(self) -> None:
         # own copies, so that the caller's dicts cannot change this value later
@@ -141,7 +160,9 @@ class JobSpec:
         return sum(r.task_number * r.whole_gpus for r in self.task_roles.values())
 
     def to_document(self) -> dict[str, Any]:
-        """Our format, every field present; `parse_job_spec(doc) == self`."""
+        """Our format, every field present (`after` only when given);
+        `parse_job_spec(doc) == self`."""
+        after = {"after": self.after.to_document()} if self.after is not None else {}
         return {
             "name": self.name,
             "image": self.image,
@@ -155,4 +176,5 @@ class JobSpec:
             "webhook": self.webhook,
             "hostNetwork": self.host_network,
             "taskRoles": {name: r.to_document() for name, r in self.task_roles.items()},
+            **after,
         }

@@ -44,6 +44,7 @@ JOB_KEYS = (
     "deployments",
     "defaults",
     "extras",
+    "after",  # gpuyard's: the jobs it waits for (spec/arrays.py)
 )
 ROLE_KEYS = (
     "instances",
@@ -395,6 +396,8 @@ def _place_images(ours: dict[str, Any], images: dict[str, object]) -> None:
 
 def _translate(errs: Errors, doc: dict[Any, Any], ctx: _Context) -> dict[str, Any]:
     ours: dict[str, Any] = {"name": doc.get("name"), "retryCount": doc.get("jobRetryCount")}
+    if doc.get("after") is not None:
+        ours["after"] = doc["after"]
     ctx.paths.update(retryCount="jobRetryCount", tenant="defaults.virtualCluster")
     defaults = _mapping(errs, ctx, doc, "defaults", "defaults (virtualCluster, deployment)")
     _check_keys(errs, defaults, "defaults", DEFAULTS_KEYS)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuyard.spec import limits
+from gpuyard.spec.arrays import read_after
 from gpuyard.spec.distributed import NEVER, check_min_tasks, read_min_tasks, read_ports
 from gpuyard.spec.errors import Errors, got, join, unknown_field
 from gpuyard.spec.fields import (
@@ -194,6 +195,7 @@ JOB_TABLE: tuple[Row, ...] = (
     ("maxRuntime", "max_runtime_s", read_duration, None),
     ("webhook", "webhook", read_webhook, None),
     ("hostNetwork", "host_network", read_flag, False),
+    ("after", "after", read_after, None),
     ("taskRoles", "task_roles", read_roles, Required(_TASK_ROLES_WHAT)),
 )
 

@@ -10,6 +10,7 @@ from sqlalchemy import Engine
 
 from gpuyard.model import Clock, SystemClock
 from gpuyard.store.accounting import AccountingRepo, JobWait, UsageHour
+from gpuyard.store.arrays import ArrayChild, ArrayRecord, ArrayRepo, NewArray, Stored
 from gpuyard.store.db import (
     make_engine,
     migrate,
@@ -71,6 +72,7 @@ class Store:
     secrets: SecretBox  # seals the secret values of job specs (<data dir>/secrets.key)
     accounting: AccountingRepo  # the usage roll-up (store/rollup.py, docs/accounting.md)
     notify: NotifyRepo  # e-mail notifications: users' addresses, the SMTP relay
+    arrays: ArrayRepo  # batch submissions, job arrays, what dependencies read (arrays.py)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -104,10 +106,16 @@ def open_store(
         secrets,
         AccountingRepo(sessions),
         NotifyRepo(sessions, clk, secrets),
+        ArrayRepo(sessions, clk, secrets),
     )
 
 
 __all__ = [
+    "ArrayChild",
+    "ArrayRecord",
+    "ArrayRepo",
+    "NewArray",
+    "Stored",
     "AccountingRepo",
     "MailSettings",
     "NotifyPrefs",

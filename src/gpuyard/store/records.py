@@ -58,6 +58,8 @@ class JobRecord:
     pending_eta_basis: str | None = None  # what its estimated start rests on
     original: dict[str, Any] | None = None  # the document as submitted (OpenPAI), if not ours
     held_by: str | None = None  # who holds it (a held queued job is not scheduled)
+    array_id: str | None = None  # a job array's child: its parent (store/arrays.py)
+    array_index: int | None = None
 
     @property
     def pending(self) -> Pending | None:
@@ -111,6 +113,8 @@ class JobRecord:
             r.pending_eta_basis,
             json.loads(r.original_spec) if r.original_spec else None,
             r.held_by,
+            r.array_id,
+            r.array_index,
         )
 
 

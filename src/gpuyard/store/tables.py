@@ -46,6 +46,25 @@ class JobRow(Base):
     original_spec: Mapped[str | None] = mapped_column(Text)
     # who holds the queued job (`gpuyard hold`): it is not scheduled until released
     held_by: Mapped[str | None] = mapped_column(String(64))
+    # a child of a job array (store/arrays.py): its parent's id and its index
+    array_id: Mapped[str | None] = mapped_column(String(32), index=True)
+    array_index: Mapped[int | None] = mapped_column(Integer)
+
+
+class JobArrayRow(Base):
+    """A job array's parent: not a job (its children are), its state their summary."""
+
+    __tablename__ = "job_arrays"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64))
+    tenant: Mapped[str] = mapped_column(String(64), index=True)
+    owner: Mapped[str | None] = mapped_column(String(64))
+    expression: Mapped[str] = mapped_column(Text)  # as submitted: 0-49%8
+    size: Mapped[int] = mapped_column(Integer)  # how many children
+    max_running: Mapped[int | None] = mapped_column(Integer)  # %N; None: no limit
+    submitted_at: Mapped[float] = mapped_column(Float)
+    stop_requested: Mapped[str | None] = mapped_column(String(32))  # Cancelled
 
 
 class TaskRow(Base):

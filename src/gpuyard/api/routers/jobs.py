@@ -26,6 +26,7 @@ from gpuyard.api.schemas.jobcontrol import (
     ResubmitIn,
     StateName,
 )
+from gpuyard.api.services import batch
 from gpuyard.api.services import jobcontrol as control
 from gpuyard.api.services import jobs as svc
 from gpuyard.api.services.logstreams import LogStreams, TooManyFollows
@@ -60,12 +61,18 @@ async def submit_job(
     request: Request, response: Response, ctl: ControllerDep, caller: CallerDep
 ) -> Submitted:
     """Submit a job spec (our format or OpenPAI protocol v2) as YAML or JSON; the caller
-    must be a member or tenant admin of the spec's tenant, and it becomes the job's owner."""
+    must be a member or tenant admin of the spec's tenant, and it becomes the job's owner.
+    A spec with `array` submits a job array: the answer's `id` is its parent's and
+    `children` its children's ids (docs/spec.md)."""
     body = await request.body()
     if len(body) > MAX_SPEC_BYTES:
         raise HTTPException(413, f"a job spec may be at most {MAX_SPEC_BYTES} bytes")
     loaded = svc.read_job(ctl, body, request.headers.get("content-type"))
     authorize_submit(caller, loaded.spec.tenant)
+    if loaded.array is not None:  # a job array: its parent and children in one transaction
+        stored = batch.submit_loaded(ctl, caller, loaded)
+        response.headers["Location"] = f"/api/v1/arrays/{stored.id}"
+        return batch.submitted(stored)
     job = svc.submit(ctl, loaded.spec, caller.name, loaded)
     response.headers["Location"] = f"/api/v1/jobs/{job.id}"
     return Submitted(id=job.id, name=job.name, state=str(job.state))

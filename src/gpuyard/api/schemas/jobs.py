@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuyard.api.schemas.arrays import ArraySummary
 from gpuyard.api.schemas.common import Out, iso
 from gpuyard.model import GpuDevice, Node
 from gpuyard.runtime.exits import LOG_LINES
@@ -25,6 +26,7 @@ class Submitted(Out):
     id: str
     name: str
     state: str
+    children: list[str] | None = None  # a job array's: its children's ids, by index
 
 
 class GpuRef(Out):
@@ -92,6 +94,9 @@ class JobSummary(Out):
     opportunistic: bool = False
     borrowed: list[Borrowed] = []
     held_by: str | None = None  # who holds the queued job (`gpuyard hold`), or null
+    array_id: str | None = None  # a job array's child: its parent (`GET /api/v1/arrays/{id}`)
+    array_index: int | None = None
+    after: dict[str, list[str]] | None = None  # the jobs it waits for: ok, any, notok
 
 
 class JobDetail(JobSummary):
@@ -102,6 +107,8 @@ class JobDetail(JobSummary):
 
 class JobList(Out):
     jobs: list[JobSummary]
+    # the job arrays whose children are on this page, for a tree (api/schemas/arrays.py)
+    arrays: list[ArraySummary] = []
     next_cursor: str | None = None  # pass as `cursor` (same filters) for the next page
 
 
@@ -165,6 +172,9 @@ def job_summary(j: JobRecord, logs: bool = False) -> dict[str, Any]:
         "opportunistic": j.opportunistic,
         "borrowed": borrowed_gpus(j),
         "held_by": j.held_by,
+        "array_id": j.array_id,
+        "array_index": j.array_index,
+        "after": j.spec.get("after"),
     }
 
 

@@ -27,6 +27,7 @@ from gpuyard.api.authz import (
 from gpuyard.api.errors import Conflict, InvalidInput
 from gpuyard.api.schemas import JobList, JobSummary
 from gpuyard.api.schemas.jobcontrol import MAX_BULK, BulkCancelIn, BulkCancelled, Refusal
+from gpuyard.api.services import arrays as array_svc
 from gpuyard.api.services import jobs as job_svc
 from gpuyard.controller import Controller
 from gpuyard.controller.loop import held_pending
@@ -115,8 +116,10 @@ def list_jobs(
     jobs = ctl.store.jobs.find(found, limit + 1)
     more = len(jobs) > limit
     jobs = jobs[:limit]
+    summaries = [job_svc.summary_for(caller, j) for j in jobs]
     return JobList(
-        jobs=[job_svc.summary_for(caller, j) for j in jobs],
+        jobs=summaries,
+        arrays=array_svc.page_arrays(ctl, summaries),
         next_cursor=encode_cursor(jobs[-1].seq) if more and jobs else None,
     )
 

@@ -23,6 +23,7 @@ from gpuyard.api.schemas import (
     job_summary,
     task_out,
 )
+from gpuyard.api.services.dependencies import after_errors
 from gpuyard.api.services.logstreams import Claim, LogStreams
 from gpuyard.api.services.storage import storage_errors
 from gpuyard.api.services.webhooks import webhook_errors
@@ -63,9 +64,19 @@ def read_job(ctl: Controller, body: bytes, content_type: str | None) -> LoadedJo
 def submit(
     ctl: Controller, spec: JobSpec, owner: str, loaded: LoadedJob | None = None
 ) -> JobRecord:
-    """Queue the job for `owner` once its dirs pass the tenant's storage roots, its webhook
-    the address guard, and `hostNetwork` the tenant's permission. `loaded` (what `read_job`
-    gave) brings the spec's warnings, recorded as events, and its original document."""
+    """Queue the job for `owner` once `new_job` accepts it."""
+    job = ctl.store.jobs.submit(new_job(ctl, spec, owner, loaded))
+    ctl.wake()
+    return job
+
+
+def new_job(
+    ctl: Controller, spec: JobSpec, owner: str, loaded: LoadedJob | None = None
+) -> NewJob:
+    """The job to store for `owner` once its dirs pass the tenant's storage roots, its
+    webhook the address guard, and `hostNetwork` the tenant's permission (else SpecError).
+    `loaded` (what `read_job` gave) brings the spec's warnings, recorded as events, and its
+    original document."""
     tenant = ctl.store.tenants.get(spec.tenant)
     if tenant is None:  # deleted since read_spec
         raise SpecError([FieldError("tenant", f"there is no tenant {spec.tenant!r}")])
@@ -76,23 +87,22 @@ def submit(
         too_high := priority_refusal(user, tenant.tenant, spec.priority)
     ):
         errors.append(FieldError("priority", too_high))
+    errors += after_errors(ctl, user, spec)  # only jobs the owner can see (dependencies.py)
+    if loaded is not None and loaded.array is not None:
+        errors.append(FieldError("array", "a job array is submitted with POST /api/v1/jobs"))
     if errors:
         raise SpecError(errors)
     original = loaded.original if loaded is not None else None
-    job = ctl.store.jobs.submit(
-        NewJob(
-            spec.name,
-            spec.tenant,
-            spec.priority,
-            spec.retry_count,
-            spec.to_document(),
-            owner=owner,
-            original=mark_secrets(original) if original is not None else None,
-            warnings=tuple(str(w) for w in loaded.warnings) if loaded is not None else (),
-        )
+    return NewJob(
+        spec.name,
+        spec.tenant,
+        spec.priority,
+        spec.retry_count,
+        spec.to_document(),
+        owner=owner,
+        original=mark_secrets(original) if original is not None else None,
+        warnings=tuple(str(w) for w in loaded.warnings) if loaded is not None else (),
     )
-    ctl.wake()
-    return job
 
 
 def original_document(job: JobRecord, caller: UserRecord) -> dict[str, Any]:
