@@ -10,37 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from builders import make_node
-from fake_engine import FakeEngine
+from fake_images import ImageEngine
 from gpuyard.controller import Controller
 from gpuyard.controller.loop import start_event_note
 from gpuyard.controller.prepull import Warm, warm_targets
 from gpuyard.model import ManualClock
-from gpuyard.runtime.imagewarm import PULLING, WarmState
-from gpuyard.runtime.types import TaskLaunch
+from gpuyard.runtime.imagewarm import PULLING
 from gpuyard.spec import parse_job_spec
 from gpuyard.store import NewJob, open_store
-
-
-class ImageEngine(FakeEngine):
-    """The fake engine with image stores: records each warm asked, from which thread."""
-
-    def __init__(self, *nodes: Any) -> None:
-        super().__init__(*nodes)
-        self.warms: list[tuple[str, str, str]] = []  # (node, image, thread name)
-
-    def node_names(self) -> list[str]:
-        return [n.name for n in self.nodes()]
-
-    def image_op(self, node: str, op: str, *args: Any) -> Any:
-        if op == "list":
-            return []
-        assert op == "warm", op
-        self.warms.append((node, args[0], threading.current_thread().name))
-        return WarmState(args[0], PULLING)
-
-    def start(self, node: str, launch: TaskLaunch) -> str | None:
-        super().start(node, launch)
-        return "image present" if launch.image else None
 
 
 def job(store, name: str, gpus: int, image: str | None = None, tasks: int = 1) -> str:

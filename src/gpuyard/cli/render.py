@@ -199,6 +199,8 @@ def job_header(job: dict[str, Any], now: datetime | None = None) -> Panel:
     if job.get("after"):
         waits = "; ".join(f"{k}: {', '.join(v)}" for k, v in job["after"].items())
         grid.add_row("after", Text(waits))
+    for image in job.get("images") or []:
+        grid.add_row("image", image_presence(image))
     grid.add_row("priority", plain(job.get("priority")))
     grid.add_row("gpus", plain(job.get("gpus")))
     grid.add_row("attempt", Text(attempt_summary(job)))
@@ -211,6 +213,15 @@ def job_header(job: dict[str, Any], now: datetime | None = None) -> Panel:
         grid.add_row(label, Text(when_summary(job.get(key), now)))
     title = Text.assemble("job ", (str(job.get("id", "?")), "bold"))
     return Panel(grid, title=title, title_align="left", expand=False)
+
+
+def image_presence(image: dict[str, Any]) -> Text:
+    """`reg/app:1  present: ray-a, ray-b; pulling: ray-c` (the nodes by their image's state)."""
+    by_state: dict[str, list[str]] = {}
+    for node, state in sorted((image.get("nodes") or {}).items()):
+        by_state.setdefault(state, []).append(node)
+    where = "; ".join(f"{s}: {', '.join(n)}" for s, n in by_state.items()) or "on no node yet"
+    return Text(f"{image.get('image')}  {where}")
 
 
 def attempt_summary(job: dict[str, Any]) -> str:

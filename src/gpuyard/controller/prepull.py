@@ -126,6 +126,11 @@ class PrePuller:
             out.update({n: "present" for n, names in self._lists.items() if image in names})
         return dict(sorted(out.items()))
 
+    def held(self) -> dict[str, list[str]]:
+        """Node → the image names its store held at the last listing."""
+        with self._lock:
+            return {n: sorted(names) for n, names in sorted(self._lists.items())}
+
     def _run(self) -> None:
         while not self._halt.is_set():
             try:

@@ -43,6 +43,7 @@ from gpuyard.api.schemas.jobcontrol import BulkCancelIn
 from gpuyard.api.services import jobcontrol as control
 from gpuyard.api.services import jobs as job_svc
 from gpuyard.api.services import web as svc
+from gpuyard.api.services.images import node_images
 from gpuyard.api.services.nodes import node_list
 from gpuyard.api.services.queue import queue_view
 from gpuyard.model import JobState
@@ -486,7 +487,8 @@ async def submit_job(request: Request, ctl: ControllerDep, session: SessionDep) 
 
 def _cluster_context(ctl: ControllerDep, session: Session) -> dict[str, Any]:
     nodes = node_list(ctl, visible_tenants(session.user))
-    return {"nodes": nodes.nodes, "tenant_of": svc.gpu_tenants(ctl, nodes)}
+    return {"nodes": nodes.nodes, "tenant_of": svc.gpu_tenants(ctl, nodes),
+            "node_images": node_images(ctl, session.user.is_admin)}
 
 
 @router.get("/cluster")

@@ -51,6 +51,23 @@ class ImageList(Out):
     unreachable: list[NodeError] = []  # nodes that did not answer (their images are not shown)
 
 
+class ImagePresence(Out):
+    """Where one of a job's images stands on the nodes that know of it: node → `present`,
+    `pulling`, `busy` or `failed: why` (nodes never asked for it are left out)."""
+
+    image: str
+    nodes: dict[str, str]
+
+
+class NodeImages(Out):
+    """What a node's store holds, for the cluster page: the names for a platform admin, only
+    the count for everyone else (they would name other tenants' images)."""
+
+    node: str
+    count: int
+    names: list[str] | None = None
+
+
 class NodeResult(Out):
     """One node's answer: `state` present | pulling | busy | absent | removed | collected |
     imported | failed, with `message` (why, for failed or busy) and `removed` (a gc's)."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from gpuyard.api.schemas.arrays import ArraySummary
 from gpuyard.api.schemas.common import Out, iso
+from gpuyard.api.schemas.images import ImagePresence
 from gpuyard.model import GpuDevice, Node
 from gpuyard.runtime.exits import LOG_LINES
 from gpuyard.store import EventRecord, JobRecord, TaskRecord
@@ -103,6 +104,7 @@ class JobDetail(JobSummary):
     spec: dict[str, Any]
     tasks: list[TaskOut]
     events: list[EventOut]
+    images: list[ImagePresence] = []  # where each of its images is present, by node
 
 
 class JobList(Out):

@@ -9,6 +9,7 @@ evicts them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from gpuyard.api.errors import InvalidInput
 from gpuyard.api.schemas.common import iso
@@ -16,8 +17,10 @@ from gpuyard.api.schemas.images import (
     ImageList,
     ImageOnNode,
     ImageOut,
+    ImagePresence,
     ImageResults,
     NodeError,
+    NodeImages,
     NodeResult,
     NodesIn,
 )
@@ -127,6 +130,29 @@ def import_file(ctl: Controller, path: Path, name: str, fmt: str, nodes: list[st
     if ctl.prepull is not None:
         ctl.prepull.relist()
     return ImageResults(image=name, results=[_done(a, "imported") for a in answers])
+
+
+def job_images(ctl: Controller, spec: dict[str, Any]) -> list[ImagePresence]:
+    """Where each image of a job's spec (its own and its roles') stands on the nodes, from the
+    pre-puller's last look (no call to a node): for whoever may see the job."""
+    roles = spec.get("taskRoles") or {}
+    names = {r.get("image") or spec.get("image") for r in roles.values() if isinstance(r, dict)}
+    out = []
+    for name in sorted(n for n in names if isinstance(n, str) and n):
+        try:
+            image = normalize(name)
+        except ImageError:
+            continue
+        nodes = ctl.prepull.where(image) if ctl.prepull is not None else {}
+        out.append(ImagePresence(image=image, nodes=nodes))
+    return out
+
+
+def node_images(ctl: Controller, is_admin: bool) -> dict[str, NodeImages]:
+    """Node → what its store held at the pre-puller's last listing; names only for admins."""
+    held = ctl.prepull.held() if ctl.prepull is not None else {}
+    return {node: NodeImages(node=node, count=len(names), names=names if is_admin else None)
+            for node, names in held.items()}
 
 
 def _done(a: NodeAnswer, state_: str) -> NodeResult:

@@ -24,6 +24,7 @@ from gpuyard.api.schemas import (
     task_out,
 )
 from gpuyard.api.services.dependencies import after_errors
+from gpuyard.api.services.images import job_images
 from gpuyard.api.services.logstreams import Claim, LogStreams
 from gpuyard.api.services.storage import storage_errors
 from gpuyard.api.services.webhooks import webhook_errors
@@ -165,7 +166,8 @@ def job_detail(ctl: Controller, job_id: str, caller: UserRecord) -> JobDetail:
     tasks = [task_out(t, nodes.get(t.node), logs) for t in ctl.store.jobs.tasks(job_id)]
     events = [event_out(e, logs) for e in ctl.store.jobs.events(job_id)]
     spec = visible_spec(job, caller)
-    return JobDetail(**job_summary(job, logs), spec=spec, tasks=tasks, events=events)
+    return JobDetail(**job_summary(job, logs), spec=spec, tasks=tasks, events=events,
+                     images=job_images(ctl, job.spec))
 
 
 def visible_spec(job: JobRecord, caller: UserRecord) -> dict[str, Any]:
