@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gpuyard.engine import NodeUnavailable
 from gpuyard.model import Node
+from gpuyard.runtime.nodereadings import NodeReadings
 from gpuyard.runtime.types import TaskExit, TaskLaunch, TaskPhase, TaskStatus
 
 
@@ -25,6 +26,9 @@ class FakeEngine:
         self.logs: dict[str, bytes] = {}  # canned task logs, by task key
         self.dropped: dict[str, int] = {}  # bytes each canned log dropped (its cap)
         self.start_error: Exception | None = None  # raised by every start() while set
+        self.readings_of: dict[str, NodeReadings] = {}  # what each node reads of itself
+        self.silent: set[str] = set()  # nodes whose agent gives no readings (timed out)
+        self.readings_waits: list[float] = []  # the timeout of each readings() call
         self.now = now
 
     # -- test controls --
@@ -98,6 +102,13 @@ class FakeEngine:
 
     def release(self, node: str, key: str) -> None:
         self.released.append(key)
+
+    def readings(self, timeout_s: float) -> dict[str, NodeReadings | None]:
+        self.readings_waits.append(timeout_s)
+        return {
+            n: None if n in self.silent else self.readings_of.get(n, NodeReadings())
+            for n in self._nodes
+        }
 
     def watch(self, on_change) -> None:
         self.on_change = on_change

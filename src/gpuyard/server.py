@@ -21,6 +21,7 @@ from gpuyard.api import create_app
 from gpuyard.api.services.bootstrap import assign_ids, bootstrap, token_file, write_secret
 from gpuyard.api.services.logstreams import DEFAULT_FOLLOWS_PER_USER, LogStreams
 from gpuyard.controller import Controller
+from gpuyard.controller.gpureadings import GpuReadings
 from gpuyard.controller.launch import DEFAULT_PORT_RANGE
 from gpuyard.engine import Engine, LocalEngine, NodeAgent
 from gpuyard.engine.ray import RayEngine, RayEngineConfig, parse_engine
@@ -28,7 +29,6 @@ from gpuyard.engine.subnets import DEFAULT_NETWORK
 from gpuyard.model import Node, SystemClock
 from gpuyard.runtime.executor import ContainerRuntime
 from gpuyard.runtime.gpuhealth import NvmlHealth
-from gpuyard.runtime.gpustats import NvmlSampler
 from gpuyard.runtime.hostport import listen_socket
 from gpuyard.runtime.node import local_node
 from gpuyard.runtime.privatedir import private_dir
@@ -103,21 +103,25 @@ def secure_dir(path: Path) -> None:
         log.warning("%s had mode %o; set to 0700 (it holds secrets)", path, was)
 
 
-def build_controller(cfg: ServerConfig, gpus: NvmlSampler | None = None) -> Controller:
+def build_controller(cfg: ServerConfig) -> tuple[Controller, GpuReadings]:
+    """The controller, and the reader of every node's GPU utilisation it watches idle GPUs
+    with (to be started and stopped with it)."""
     secure_dir(cfg.data_dir)
     clock = SystemClock()
     store = open_store(cfg.data_dir, cfg.db_url, clock)
     engine = build_engine(cfg)
-    return Controller(
+    gpus = GpuReadings(engine)
+    controller = Controller(
         store,
         engine,
         clock,
         interval_s=cfg.cycle_interval_s,
         stop_grace_s=cfg.stop_grace_s,
         pids_limit=cfg.pids_limit,
-        gpu_utilization=gpus.utilization if gpus else None,
+        gpu_utilization=gpus.utilization,
         port_range=cfg.task_ports,
     )
+    return controller, gpus
 
 
 def build_engine(cfg: ServerConfig) -> Engine:
@@ -137,8 +141,7 @@ def build_engine(cfg: ServerConfig) -> Engine:
 
 
 def build_app(cfg: ServerConfig) -> FastAPI:
-    gpus = NvmlSampler()
-    controller = build_controller(cfg, gpus)
+    controller, gpus = build_controller(cfg)
     created = bootstrap(
         controller.store, controller.engine.nodes(), cfg.data_dir, cfg.storage_roots
     )
@@ -152,15 +155,15 @@ def build_app(cfg: ServerConfig) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        gpus.start()
         controller.start()
         yield
         controller.stop()
+        gpus.stop()
         controller.engine.close()
         controller.store.close()
-        gpus.close()
 
     app = create_app(controller)
-    app.state.gpu_sampler = gpus
     app.state.metrics_token = metrics_token(cfg)
     app.state.metrics_open = cfg.metrics_open
     app.state.log_streams = LogStreams(cfg.log_follows_per_user)

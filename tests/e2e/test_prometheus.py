@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -41,25 +42,26 @@ def prometheus_config(target_port: int, token_file: Path) -> str:
     )
 
 
-@pytest.fixture
-def prometheus(server, tmp_path: Path) -> Iterator[httpx.Client]:
+@contextmanager
+def prometheus_on(port: int, token_file: Path, tmp_path: Path) -> Iterator[httpx.Client]:
+    """A real Prometheus scraping the server on `port` every second; a client of its API."""
     if not Path(PROMETHEUS).exists():
         pytest.skip("no prometheus binary: `make system` installs Debian's prometheus")
     config = tmp_path / "prometheus.yml"
-    config.write_text(prometheus_config(server.port, server.data_dir / "metrics-token"))
-    port = free_port()
+    config.write_text(prometheus_config(port, token_file))
+    listen = free_port()
     log = open(tmp_path / "prometheus.log", "wb")  # noqa: SIM115 - owned by the child
     proc = subprocess.Popen(
         [
             PROMETHEUS,
             f"--config.file={config}",
             f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{port}",
+            f"--web.listen-address=127.0.0.1:{listen}",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5)
+    client = httpx.Client(base_url=f"http://127.0.0.1:{listen}", timeout=5)
     try:
         yield client
     finally:
@@ -70,6 +72,12 @@ def prometheus(server, tmp_path: Path) -> Iterator[httpx.Client]:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture
+def prometheus(server, tmp_path: Path) -> Iterator[httpx.Client]:
+    with prometheus_on(server.port, server.data_dir / "metrics-token", tmp_path) as client:
+        yield client
 
 
 def query(prom: httpx.Client, expr: str, timeout: float = 60) -> list[dict]:

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-FAKE_NVML_SOURCE = Path(__file__).resolve().parents[1] / "fakes" / "fake_nvml.c"
+from fakenvml import build_fake_nvml
+
 ENV_TO_CLEAR = (
     "LD_LIBRARY_PATH",
     "LD_PRELOAD",
@@ -33,24 +34,9 @@ RunPython = Callable[..., tuple[Any, str]]
 @pytest.fixture(scope="session")
 def fake_nvml_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory holding the fake NVML built as libnvidia-ml.so.1."""
-    gcc = shutil.which("gcc")
-    if gcc is None:
+    if shutil.which("gcc") is None:
         pytest.skip("gcc not found: cannot build the fake NVML library (tests/fakes/fake_nvml.c)")
-    out = tmp_path_factory.mktemp("fake_nvml")
-    cmd = [
-        gcc,
-        "-shared",
-        "-fPIC",
-        "-O1",
-        "-Wall",
-        "-Wextra",
-        "-o",
-        str(out / "libnvidia-ml.so.1"),
-        str(FAKE_NVML_SOURCE),
-    ]
-    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    assert result.returncode == 0, f"building the fake NVML failed:\n{result.stderr}"
-    return out
+    return build_fake_nvml(tmp_path_factory.mktemp("fake_nvml"))
 
 
 def run_python(code: str, **env: str) -> tuple[Any, str]:

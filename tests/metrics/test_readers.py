@@ -41,6 +41,7 @@ def test_dcgm_names_and_labels_from_nvml(with_fake_nvml):
         "device": "nvidia0",
         "modelName": "NVIDIA A100-SXM4-80GB",
         "Hostname": "node-a",
+        "node": "node-a",
         "job": "job1",
         "tenant": "red",
     }

@@ -12,6 +12,8 @@ from typing import Any
 from gpuyard.engine.nodeimages import node_image_op
 from gpuyard.model import GpuDevice, Node
 from gpuyard.runtime.executor import ContainerRuntime
+from gpuyard.runtime.gpustats import NvmlSampler
+from gpuyard.runtime.nodereadings import NodeReader, NodeReadings
 from gpuyard.runtime.types import TaskLaunch, TaskStatus
 
 GpuHealth = Callable[[tuple[GpuDevice, ...]], tuple[GpuDevice, ...]]
@@ -19,7 +21,8 @@ GpuHealth = Callable[[tuple[GpuDevice, ...]], tuple[GpuDevice, ...]]
 
 class NodeAgent:
     """`health` (e.g. `runtime.gpuhealth.NvmlHealth().check`) marks the GPUs that NVML reports
-    broken in each inventory, so the scheduler leaves them out."""
+    broken in each inventory, so the scheduler leaves them out. `readings` are the node's own
+    NVML samples (only where it has real GPUs) and its tasks' cgroups."""
 
     def __init__(
         self, node: Node, runtime: ContainerRuntime, health: GpuHealth | None = None
@@ -27,6 +30,8 @@ class NodeAgent:
         self._node = node
         self._runtime = runtime
         self._health = health
+        sampler = NvmlSampler() if any(not g.fake for g in node.gpus) else None
+        self._reader = NodeReader(runtime.keys, sampler)
 
     @property
     def name(self) -> str:
@@ -76,6 +81,10 @@ class NodeAgent:
         """An operation on this node's image store (`nodeimages.node_image_op`)."""
         return node_image_op(self._runtime, op, *args)
 
+    def readings(self) -> NodeReadings:
+        """This node's GPUs (its NVML) and its tasks' CPU and memory (their cgroups), now."""
+        return self._reader.read()
+
     def keys(self) -> list[str]:
         return self._runtime.keys()
 
@@ -83,4 +92,5 @@ class NodeAgent:
         self._runtime.watch(on_change)
 
     def close(self) -> None:
+        self._reader.close()
         self._runtime.close()

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from gpuyard.model import Node
+from gpuyard.runtime.nodereadings import NodeReadings
 from gpuyard.runtime.types import TaskLaunch, TaskStatus
 
 
@@ -53,6 +54,11 @@ class Engine(Protocol):
         ...
 
     def release(self, node: str, key: str) -> None: ...
+
+    def readings(self, timeout_s: float) -> dict[str, NodeReadings | None]:
+        """Every live node's own readings (its NVML, its tasks' cgroups), asked of all nodes at
+        once; None for a node that did not answer within `timeout_s`."""
+        ...
 
     def watch(self, on_change: Callable[[], None]) -> None:
         """Call `on_change` when a task starts or ends, so the controller need not wait to poll."""

@@ -8,6 +8,7 @@ from typing import Any
 from gpuyard.engine.agent import NodeAgent
 from gpuyard.engine.base import NodeUnavailable
 from gpuyard.model import Node
+from gpuyard.runtime.nodereadings import NodeReadings
 from gpuyard.runtime.types import TaskLaunch, TaskPhase, TaskStatus
 
 
@@ -64,6 +65,10 @@ class LocalEngine:
     def image_op(self, node: str, op: str, *args: Any) -> Any:
         """An operation on the node's image store (`engine/nodeimages.py`)."""
         return self._on(node).image_op(op, *args)
+
+    def readings(self, timeout_s: float) -> dict[str, NodeReadings | None]:
+        """The one node's readings, read in this process (no wait to bound)."""
+        return {self._agent.name: self._agent.readings()}
 
     def watch(self, on_change: Callable[[], None]) -> None:
         self._agent.watch(on_change)

@@ -33,10 +33,12 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from gpuyard.engine.base import AgentUnreachable, NodeUnavailable
+from gpuyard.engine.nodemetrics import gather_readings
 from gpuyard.engine.rayagent import AgentActor
 from gpuyard.engine.raynodes import RayNode, live_nodes
 from gpuyard.engine.subnets import DEFAULT_NETWORK, SubnetBook
 from gpuyard.model import Node
+from gpuyard.runtime.nodereadings import NodeReadings
 from gpuyard.runtime.types import TaskLaunch, TaskStatus
 
 log = logging.getLogger("gpuyard.engine.ray")
@@ -341,6 +343,11 @@ class RayEngine:
         self._call(node, "release", key)
         with self._lock:
             self._statuses.get(node, {}).pop(key, None)
+
+    def readings(self, timeout_s: float) -> dict[str, NodeReadings | None]:
+        with self._lock:
+            actors = {name: m.actor for name, m in self._members.items()}
+        return gather_readings(actors, timeout_s)
 
     def watch(self, on_change: Callable[[], None]) -> None:
         self._on_change = on_change

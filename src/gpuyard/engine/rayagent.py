@@ -24,6 +24,7 @@ from gpuyard.model import Node
 from gpuyard.runtime.executor import ContainerRuntime
 from gpuyard.runtime.gpuhealth import NvmlHealth
 from gpuyard.runtime.gpus import detect_gpus
+from gpuyard.runtime.nodereadings import NodeReadings
 from gpuyard.runtime.tasknet import NetConfig
 from gpuyard.runtime.types import TaskLaunch, TaskStatus
 
@@ -105,3 +106,7 @@ class AgentActor:
 
     def release(self, key: str) -> None:
         self._agent.release(key)
+
+    def readings(self) -> NodeReadings:
+        """This node's GPUs from its own NVML and its tasks' cgroups (engine/nodemetrics.py)."""
+        return self._agent.readings()

@@ -100,6 +100,11 @@ def _nodes(s: ClusterSample) -> Iterator[Metric]:
         "memory_bytes": ("Allocatable memory of the node.", "memory_bytes"),
         "cpu_allocated_cores": ("CPU cores held by active tasks.", "cpu_allocated_cores"),
         "memory_allocated_bytes": ("Memory held by active tasks.", "memory_allocated_bytes"),
+        "scrape_up": (
+            "1 if the node's agent gave its GPU and task readings for this scrape; 0: they are "
+            "left out (stale).",
+            "scrape_up",
+        ),
     }
     for name, (text, attr) in gauges.items():
         family = GaugeMetricFamily(f"gpuyard_node_{name}", text, labels=["node"])

@@ -2,7 +2,8 @@
 and alerts work unchanged: `DCGM_FI_DEV_GPU_UTIL` (%), `DCGM_FI_DEV_FB_USED` and
 `DCGM_FI_DEV_FB_FREE` (MiB), `DCGM_FI_DEV_GPU_TEMP` (°C), `DCGM_FI_DEV_POWER_USAGE` (W), each
 labelled `gpu`, `UUID`, `device`, `modelName`, `Hostname` like dcgm-exporter, plus gpuyard's
-`job` and `tenant` of the job holding the GPU (absent when free)."""
+`node` (the node whose agent read it: the same as `Hostname`), `job` and `tenant` of the job
+holding the GPU (absent when free)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from prometheus_client.core import GaugeMetricFamily
 from gpuyard.metrics.sample import GpuReading
 from gpuyard.runtime.gpustats import GpuSample
 
-LABELS = ["gpu", "UUID", "device", "modelName", "Hostname", "job", "tenant"]
+LABELS = ["gpu", "UUID", "device", "modelName", "Hostname", "node", "job", "tenant"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +37,7 @@ FIELDS = (
 def labels(r: GpuReading) -> list[str]:
     s = r.sample
     device = f"nvidia{s.minor if s.minor is not None else s.index}"
-    return [str(s.index), s.uuid, device, s.model, r.hostname, r.job, r.tenant]
+    return [str(s.index), s.uuid, device, s.model, r.hostname, r.hostname, r.job, r.tenant]
 
 
 def dcgm_families(readings: Iterable[GpuReading]) -> Iterator[GaugeMetricFamily]:

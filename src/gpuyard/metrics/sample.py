@@ -47,6 +47,7 @@ class NodeSample:
     memory_bytes: int
     cpu_allocated_cores: float
     memory_allocated_bytes: int
+    scrape_up: bool = False  # its agent answered this scrape with its readings
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,17 +1,18 @@
 """What `/metrics` exports, read when Prometheus scrapes: a `ClusterSample` built from the
-store, the engine's nodes, the tasks' cgroups and NVML.
+store, the engine's nodes and every node's own readings.
 
 Tenant GPUs (guaranteed, used, borrowed, lent) are the queue view's numbers
-(`services.queue`); budgets are the controller's (`tenant_usage`). Task CPU and memory are read
-from the cgroups of the tasks that run on this host (a task elsewhere has no cgroup here), and
-DCGM readings come from this host's NVML: fake GPUs have none.
+(`services.queue`); budgets are the controller's (`tenant_usage`). DCGM GPU readings and task
+CPU and memory are read on each node by its agent, from its own NVML and its tasks' cgroups
+(`engine.readings`), all nodes at once and at most `NODE_READINGS_TIMEOUT_S` waited for: a
+node that does not answer in time has `scrape_up` 0 and none of its readings in this scrape
+(Prometheus marks them stale), never older ones. Fake GPUs have none.
 """
 
 from __future__ import annotations
 
-import socket
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from gpuyard.api.services.queue import cluster_usage, flavor_shares, lent_per_flavor
 from gpuyard.controller import Controller
@@ -27,16 +28,32 @@ from gpuyard.metrics import (
     TenantFlavor,
 )
 from gpuyard.model import JobState, Node, Tenant
-from gpuyard.runtime.cgroups import task_usage
-from gpuyard.runtime.gpustats import NvmlSampler
-from gpuyard.runtime.oci import cgroup_path
+from gpuyard.runtime.nodereadings import NodeReadings
 from gpuyard.store import JobRecord, TaskRecord
 
 MIB = 1024 * 1024
+NODE_READINGS_TIMEOUT_S = 2.0  # the most a scrape waits for the nodes' readings
+MIN_READINGS_TIMEOUT_S = 0.1
+
+Readings = Mapping[str, NodeReadings | None]  # node → its readings; None: did not answer
 
 
-def cluster_sample(ctl: Controller, gpus: NvmlSampler | None) -> ClusterSample:
+def readings_timeout(scrape_timeout: str | None) -> float:
+    """How long to wait for the nodes: half the scraper's own timeout (Prometheus' header
+    `X-Prometheus-Scrape-Timeout-Seconds`), at most `NODE_READINGS_TIMEOUT_S`; that without
+    a usable header."""
+    try:
+        given = float(scrape_timeout) if scrape_timeout else None
+    except ValueError:
+        given = None
+    if given is None or not given > 0:  # also NaN
+        return NODE_READINGS_TIMEOUT_S
+    return max(MIN_READINGS_TIMEOUT_S, min(NODE_READINGS_TIMEOUT_S, given / 2))
+
+
+def cluster_sample(ctl: Controller, timeout_s: float = NODE_READINGS_TIMEOUT_S) -> ClusterSample:
     nodes = ctl.engine.nodes()
+    readings = ctl.engine.readings(timeout_s)
     tenants = ctl.store.tenants.tenants()
     tasks = ctl.store.jobs.active_tasks()
     bound = ctl.store.jobs.in_states(JobState.SCHEDULED, JobState.RUNNING)
@@ -49,10 +66,10 @@ def cluster_sample(ctl: Controller, gpus: NvmlSampler | None) -> ClusterSample:
         flavors=_flavors(ctl, nodes, tenants),
         budgets=_budgets(ctl, tenants, now),
         queues=_queues(queued, now),
-        nodes=_nodes(ctl, nodes, tasks),
+        nodes=_nodes(ctl, nodes, tasks, readings),
         gpus=_allocations(nodes, holders),
-        tasks=_task_usage(tasks, tenant_of),
-        readings=_readings(gpus, nodes, holders),
+        tasks=_task_usage(tasks, tenant_of, readings),
+        readings=_gpu_readings(readings, nodes, holders),
         idle_jobs=ctl.idle_jobs(),
         preemptions=ctl.store.jobs.preemptions_by_tenant(),
         job_preemptions={
@@ -87,7 +104,9 @@ def _queues(queued: Iterable[JobRecord], now: float) -> list[QueueSample]:
     return [QueueSample(t, len(w), max(w)) for t, w in sorted(waits.items())]
 
 
-def _nodes(ctl: Controller, live: Sequence[Node], tasks: list[TaskRecord]) -> list[NodeSample]:
+def _nodes(
+    ctl: Controller, live: Sequence[Node], tasks: list[TaskRecord], readings: Readings
+) -> list[NodeSample]:
     cpu: dict[str, int] = defaultdict(int)
     memory: dict[str, int] = defaultdict(int)
     for t in tasks:
@@ -104,6 +123,7 @@ def _nodes(ctl: Controller, live: Sequence[Node], tasks: list[TaskRecord]) -> li
             n.memory_mb * MIB,
             cpu[n.name] / 1000,
             memory[n.name] * MIB,
+            readings.get(n.name) is not None,
         )
         for n in [*live, *gone]
     ]
@@ -132,10 +152,14 @@ def _allocations(nodes: Sequence[Node], holders: Holders) -> list[GpuAllocation]
     return out
 
 
-def _task_usage(tasks: Iterable[TaskRecord], tenant_of: dict[str, str]) -> list[TaskUsage]:
+def _task_usage(
+    tasks: Iterable[TaskRecord], tenant_of: dict[str, str], readings: Readings
+) -> list[TaskUsage]:
+    """Each active task's cgroup usage, as its own node read it (a node reports its tasks only)."""
     out = []
     for t in tasks:
-        usage = task_usage(cgroup_path(t.key))
+        node = readings.get(t.node)
+        usage = node.tasks.get(t.key) if node is not None else None
         if usage is not None:
             tenant = tenant_of.get(t.job_id, "")
             out.append(
@@ -144,17 +168,16 @@ def _task_usage(tasks: Iterable[TaskRecord], tenant_of: dict[str, str]) -> list[
     return out
 
 
-def _readings(
-    gpus: NvmlSampler | None, nodes: Sequence[Node], holders: Holders
-) -> list[GpuReading]:
-    """NVML samples of this host's GPUs, each with its node and (first) holder."""
-    if gpus is None:
-        return []
-    where = {g.uuid: (n.name, g.index) for n in nodes for g in n.gpus if not g.fake}
-    host = socket.gethostname()
+def _gpu_readings(readings: Readings, nodes: Sequence[Node], holders: Holders) -> list[GpuReading]:
+    """Each node's NVML samples, with the node and the (first) job holding the GPU."""
     out = []
-    for s in gpus.samples():
-        node, index = where.get(s.uuid, (host, s.index))
-        job, tenant = (holders.get((node, index)) or [("", "")])[0]
-        out.append(GpuReading(s, node, job, tenant))
+    for n in nodes:
+        node = readings.get(n.name)
+        if node is None:
+            continue
+        index_of = {g.uuid: g.index for g in n.gpus if not g.fake}
+        for s in node.gpus:
+            index = index_of.get(s.uuid, s.index)
+            job, tenant = (holders.get((n.name, index)) or [("", "")])[0]
+            out.append(GpuReading(s, n.name, job, tenant))
     return out
