@@ -18,17 +18,27 @@ import uvicorn
 from fastapi import FastAPI
 
 from gpuyard.api import create_app
-from gpuyard.api.services.bootstrap import assign_ids, bootstrap, token_file, write_secret
+from gpuyard.api.services.bootstrap import token_file, write_secret
 from gpuyard.api.services.logstreams import DEFAULT_FOLLOWS_PER_USER, LogStreams
 from gpuyard.controller import Controller
-from gpuyard.controller.gpureadings import GpuReadings
 from gpuyard.controller.launch import DEFAULT_PORT_RANGE
+from gpuyard.controller.leader import Leadership
+from gpuyard.controller.lease import LEASE_TTL_S
+from gpuyard.controller.standby import HandoverEngine
 from gpuyard.engine import Engine, LocalEngine, NodeAgent
 from gpuyard.engine.ray import RayEngine, RayEngineConfig, parse_engine
 from gpuyard.engine.subnets import DEFAULT_NETWORK
+from gpuyard.leading import (
+    Takeover,
+    build_leadership,
+    lock_if_sqlite,
+    server_address,
+    server_id,
+)
 from gpuyard.model import Node, SystemClock
 from gpuyard.runtime.executor import ContainerRuntime
 from gpuyard.runtime.gpuhealth import NvmlHealth
+from gpuyard.runtime.gpustats import NvmlSampler
 from gpuyard.runtime.hostport import listen_socket
 from gpuyard.runtime.node import local_node
 from gpuyard.runtime.privatedir import private_dir
@@ -68,6 +78,7 @@ class ServerConfig:
     task_ports: tuple[int, int] = DEFAULT_PORT_RANGE  # ports reserved for tasks on each node
     task_subnet: str | None = None  # this machine's tasks' addresses (None: the default)
     task_network: str = DEFAULT_NETWORK  # a Ray cluster's: each node gets a /24 of it
+    lease_ttl_s: float = LEASE_TTL_S  # PostgreSQL: a leader acts this long after a heartbeat
 
 
 def build_node(cfg: ServerConfig) -> Node:
@@ -103,14 +114,16 @@ def secure_dir(path: Path) -> None:
         log.warning("%s had mode %o; set to 0700 (it holds secrets)", path, was)
 
 
-def build_controller(cfg: ServerConfig) -> tuple[Controller, GpuReadings]:
-    """The controller, and the reader of every node's GPU utilisation it watches idle GPUs
-    with (to be started and stopped with it)."""
+def build_controller(
+    cfg: ServerConfig, gpus: NvmlSampler | None = None
+) -> tuple[Controller, Leadership]:
+    """The controller and this server's leadership (docs/ha.md): the engine is built when
+    this server is elected (`leading.Takeover`); until then it touches no node."""
     secure_dir(cfg.data_dir)
+    lock_fd = lock_if_sqlite(cfg.data_dir, cfg.db_url)  # SQLite: one server per data dir
     clock = SystemClock()
     store = open_store(cfg.data_dir, cfg.db_url, clock)
-    engine = build_engine(cfg)
-    gpus = GpuReadings(engine)
+    engine = HandoverEngine(store, clock, "local" if parse_engine(cfg.engine) is None else "ray")
     controller = Controller(
         store,
         engine,
@@ -118,10 +131,13 @@ def build_controller(cfg: ServerConfig) -> tuple[Controller, GpuReadings]:
         interval_s=cfg.cycle_interval_s,
         stop_grace_s=cfg.stop_grace_s,
         pids_limit=cfg.pids_limit,
-        gpu_utilization=gpus.utilization,
+        gpu_utilization=gpus.utilization if gpus else None,
         port_range=cfg.task_ports,
     )
-    return controller, gpus
+    address = server_address(cfg.host, cfg.port)
+    holder = server_id(cfg.port)
+    leadership = build_leadership(controller, cfg.db_url, lock_fd, address, holder, cfg.lease_ttl_s)
+    return controller, leadership
 
 
 def build_engine(cfg: ServerConfig) -> Engine:
@@ -141,29 +157,28 @@ def build_engine(cfg: ServerConfig) -> Engine:
 
 
 def build_app(cfg: ServerConfig) -> FastAPI:
-    controller, gpus = build_controller(cfg)
-    created = bootstrap(
-        controller.store, controller.engine.nodes(), cfg.data_dir, cfg.storage_roots
-    )
-    assign_ids(controller.store)
-    if created:
-        log.info(
-            "first start: made the platform admin 'admin' and the tenant 'default'; "
-            "the admin's token is in %s",
-            created,
-        )
+    gpus = NvmlSampler()
+    controller, leadership = build_controller(cfg, gpus)
+    takeover = Takeover(controller, lambda: build_engine(cfg), cfg.data_dir, cfg.storage_roots)
+    leadership.elected = takeover
+    if not leadership.try_lead():  # another server leads: this one follows, and waits
+        log.info("following the leader (%s); the API serves meanwhile", _leader_line(leadership))
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        gpus.start()
-        controller.start()
+        leadership.start()
+        takeover.serve()
         yield
-        controller.stop()
-        gpus.stop()
+        takeover.stop()  # the controller first; the lease is renewed until it is released
         controller.engine.close()
+        leadership.stop()
+        leadership.release()  # only now may a follower take over (at once)
         controller.store.close()
+        gpus.close()
 
     app = create_app(controller)
+    app.state.leadership = leadership
+    app.state.gpu_sampler = gpus
     app.state.metrics_token = metrics_token(cfg)
     app.state.metrics_open = cfg.metrics_open
     app.state.log_streams = LogStreams(cfg.log_follows_per_user)
@@ -171,13 +186,27 @@ def build_app(cfg: ServerConfig) -> FastAPI:
     return app
 
 
-def describe(cfg: ServerConfig, ctl: Controller) -> str:
+def _leader_line(leadership: Leadership) -> str:
+    info = leadership.current()
+    if info is None:
+        return "none yet"
+    return f"{info.holder} at {info.address}, term {info.term}"
+
+
+def _role_line(leadership: Leadership | None) -> str:
+    if leadership is None or leadership.leading:
+        return "leader: runs the controller"
+    return "follower: serves the API, takes over when the leader is gone (docs/ha.md)"
+
+
+def describe(cfg: ServerConfig, ctl: Controller, leadership: Leadership | None = None) -> str:
     url = f"http://{cfg.host}:{cfg.port}"
     return "\n".join(
         [
             f"gpuyard is up at {url}  (API docs: {url}/docs)",
             f"  data dir : {cfg.data_dir}",
             f"  engine   : {cfg.engine}",
+            f"  role     : {_role_line(leadership)}",
             *[f"  node     : {_node_line(node)}" for node in ctl.engine.nodes()],
             f"  runtime  : {getattr(ctl.engine, 'runtime_name', 'oci')}",
             "Log in and submit an example from another shell:",
@@ -212,7 +241,7 @@ def serve(cfg: ServerConfig) -> None:
     sock = listen_socket(cfg.host, cfg.port)
     try:
         app = build_app(cfg)
-        print(describe(cfg, app.state.controller), flush=True)
+        print(describe(cfg, app.state.controller, app.state.leadership), flush=True)
         config = uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning")
         uvicorn.Server(config).run(sockets=[sock])
     finally:

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from gpuyard.api.services.logstreams import DEFAULT_FOLLOWS_PER_USER
+from gpuyard.controller.lease import LEASE_TTL_S, DataDirInUse
 from gpuyard.engine.ray import parse_engine
 from gpuyard.engine.subnets import DEFAULT_NETWORK
 from gpuyard.runtime.hostport import PortHeld
@@ -97,6 +98,14 @@ def up(
             help="a Ray cluster's task network: each node routes a /24 of it to its tasks",
         ),
     ] = DEFAULT_NETWORK,
+    lease_ttl: Annotated[
+        float,
+        typer.Option(
+            min=1.0,
+            help="several servers on one PostgreSQL database (docs/ha.md): the leader acts at "
+            "most this many seconds after its last heartbeat; a follower takes over after it",
+        ),
+    ] = LEASE_TTL_S,
     storage_root: Annotated[
         list[str] | None,
         typer.Option(
@@ -149,9 +158,10 @@ def up(
                 task_ports=ports,
                 task_subnet=task_subnet,
                 task_network=task_network,
+                lease_ttl_s=lease_ttl,
             )
         )
-    except PortHeld as e:
+    except (PortHeld, DataDirInUse) as e:
         typer.echo(f"gpuyard up: {e}", err=True)
         raise typer.Exit(1) from None
 

@@ -37,6 +37,7 @@ from gpuyard.api.routers import (
     web,
     web_usage,
 )
+from gpuyard.api.routers.leader import router as leader_router
 from gpuyard.api.routers.metrics import install_metrics
 from gpuyard.api.services.logstreams import LogStreams
 from gpuyard.controller import Controller
@@ -68,6 +69,7 @@ def create_app(controller: Controller) -> FastAPI:
     app.include_router(web_usage.router)  # the portal's Usage page (docs/accounting.md)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     install_api_docs(app)  # GET /docs: Swagger UI, offline
+    app.include_router(leader_router)  # GET /api/v1/leader: which server leads (docs/ha.md)
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, str]:

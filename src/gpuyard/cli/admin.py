@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from gpuyard.cli.admin_leader import leader
 from gpuyard.cli.admin_nodes import node_app
 from gpuyard.cli.basics import print_json
 from gpuyard.cli.notify import mail_app
@@ -47,6 +48,7 @@ admin_app.add_typer(token_app, name="token")
 admin_app.add_typer(member_app, name="member")
 admin_app.add_typer(node_app, name="node")
 admin_app.add_typer(mail_app, name="mail")  # the SMTP relay (gpuyard.cli.notify)
+admin_app.command("leader")(leader)  # which server leads (admin_leader.py, docs/ha.md)
 
 
 # -- pure helpers (tested directly) ----------------------------------------------------

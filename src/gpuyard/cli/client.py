@@ -241,6 +241,10 @@ class ApiClient:
             body["expiresInDays"] = expires_in_days
         return self._json("POST", f"{API}/users/{user}/tokens", json=body)
 
+    def get_leader(self) -> dict[str, Any]:
+        """GET /api/v1/leader → which server leads, its term, this server's role."""
+        return self._json("GET", f"{API}/leader")
+
     def list_tenants(self) -> dict[str, Any]:
         """GET /api/v1/tenants → `{"tenants": [Tenant]}`."""
         return self._json("GET", f"{API}/tenants")

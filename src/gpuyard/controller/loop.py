@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from gpuyard.controller.dependencies import Gate
@@ -147,6 +147,11 @@ class Controller:
         )  # owners' e-mails on job ends (mailer.py), the same kind of worker
         self.gpu_utilization = gpu_utilization  # None: no readings (fake or no NVML)
         self._idle = IdleWatch(gpu_utilization) if gpu_utilization else None
+        # leadership's hooks (leader.py, docs/ha.md): cycles run, and nodes are told to start
+        # tasks, only while may_act(); a wake-up also goes to wake_leader (a follower's: to
+        # the leader, wherever it runs)
+        self.may_act: Callable[[], bool] = _always
+        self.wake_leader: Callable[[], None] | None = None
         # queued jobs' images warmed on their likely nodes, on a thread of its own (prepull.py)
         self.prepull = PrePuller(engine) if isinstance(engine, NodeImageOps) else None
         self._prepull_planned_at = float("-inf")
@@ -180,11 +185,14 @@ class Controller:
 
     def wake(self) -> None:
         self._wake.set()
+        if self.wake_leader is not None:
+            self.wake_leader()
 
     def _run(self) -> None:
         while not self._halt.is_set():
             try:
-                self.run_cycle()
+                if self.may_act():
+                    self.run_cycle()
             except Exception:  # a bad cycle must not stop the loop; the next one retries
                 log.exception("controller cycle failed")
             self._wake.wait(self.interval_s)
@@ -451,7 +459,8 @@ class Controller:
                     job, self._spec(job), task, node, self.pids_limit, tenant, peers
                 )
                 launches.append((task, launch))
-        self._start_all(launches)
+        if self.may_act():  # else the new leader finds them bound, never started: NodeLost
+            self._start_all(launches)
         self.instruments.scheduling_cycle.observe(time.perf_counter() - began)
 
     def _peers(
@@ -569,6 +578,10 @@ def start_event_note(note: str | None) -> str | None:
     if note is None or note == "image present":
         return note
     return f"after {note}"
+
+
+def _always() -> bool:
+    return True
 
 
 def _ran_s(tasks: Sequence[TaskRecord], now: float) -> float | None:

@@ -77,6 +77,16 @@ class Instruments:
             ["outcome"],
             registry=None,
         )
+        self.leader = Gauge(  # set by controller/leader.py (docs/ha.md)
+            "gpuyard_leader",
+            "1 while this server is the leader (runs the controller), 0 while it follows.",
+            registry=None,
+        )
+        self.leader_term = Gauge(
+            "gpuyard_leader_term",
+            "The lease's term (elections so far) when this server was last elected; 0: never.",
+            registry=None,
+        )
 
     def collect(self) -> Iterator[Metric]:
         for metric in (
@@ -91,5 +101,7 @@ class Instruments:
             self.webhook_dropped,
             self.webhook_queue,
             self.mail_deliveries,
+            self.leader,
+            self.leader_term,
         ):
             yield from metric.collect()
