@@ -35,6 +35,7 @@ from gpuyard.api.routers import (
     usage,
     users,
     web,
+    web_arrays,
     web_usage,
 )
 from gpuyard.api.routers.leader import router as leader_router
@@ -67,6 +68,7 @@ def create_app(controller: Controller) -> FastAPI:
     install_metrics(app, controller)  # GET /metrics: the scrape token or an admin's
     app.include_router(web.router)  # the portal's pages (docs/portal.md)
     app.include_router(web_usage.router)  # the portal's Usage page (docs/accounting.md)
+    app.include_router(web_arrays.router)  # the portal's job array page
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     install_api_docs(app)  # GET /docs: Swagger UI, offline
     app.include_router(leader_router)  # GET /api/v1/leader: which server leads (docs/ha.md)
