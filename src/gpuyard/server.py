@@ -21,6 +21,7 @@ from gpuyard.api import create_app
 from gpuyard.api.services.bootstrap import token_file, write_secret
 from gpuyard.api.services.logstreams import DEFAULT_FOLLOWS_PER_USER, LogStreams
 from gpuyard.controller import Controller
+from gpuyard.controller.gpureadings import GpuReadings
 from gpuyard.controller.launch import DEFAULT_PORT_RANGE
 from gpuyard.controller.leader import Leadership
 from gpuyard.controller.lease import LEASE_TTL_S
@@ -38,7 +39,6 @@ from gpuyard.leading import (
 from gpuyard.model import Node, SystemClock
 from gpuyard.runtime.executor import ContainerRuntime
 from gpuyard.runtime.gpuhealth import NvmlHealth
-from gpuyard.runtime.gpustats import NvmlSampler
 from gpuyard.runtime.hostport import listen_socket
 from gpuyard.runtime.node import local_node
 from gpuyard.runtime.privatedir import private_dir
@@ -114,16 +114,17 @@ def secure_dir(path: Path) -> None:
         log.warning("%s had mode %o; set to 0700 (it holds secrets)", path, was)
 
 
-def build_controller(
-    cfg: ServerConfig, gpus: NvmlSampler | None = None
-) -> tuple[Controller, Leadership]:
-    """The controller and this server's leadership (docs/ha.md): the engine is built when
-    this server is elected (`leading.Takeover`); until then it touches no node."""
+def build_controller(cfg: ServerConfig) -> tuple[Controller, GpuReadings, Leadership]:
+    """The controller, the reader of every node's GPU utilisation it watches idle GPUs with
+    (to be started and stopped with it), and this server's leadership (docs/ha.md): the
+    engine is built when this server is elected (`leading.Takeover`); until then it touches
+    no node."""
     secure_dir(cfg.data_dir)
     lock_fd = lock_if_sqlite(cfg.data_dir, cfg.db_url)  # SQLite: one server per data dir
     clock = SystemClock()
     store = open_store(cfg.data_dir, cfg.db_url, clock)
     engine = HandoverEngine(store, clock, "local" if parse_engine(cfg.engine) is None else "ray")
+    gpus = GpuReadings(engine)
     controller = Controller(
         store,
         engine,
@@ -131,13 +132,13 @@ def build_controller(
         interval_s=cfg.cycle_interval_s,
         stop_grace_s=cfg.stop_grace_s,
         pids_limit=cfg.pids_limit,
-        gpu_utilization=gpus.utilization if gpus else None,
+        gpu_utilization=gpus.utilization,
         port_range=cfg.task_ports,
     )
     address = server_address(cfg.host, cfg.port)
     holder = server_id(cfg.port)
     leadership = build_leadership(controller, cfg.db_url, lock_fd, address, holder, cfg.lease_ttl_s)
-    return controller, leadership
+    return controller, gpus, leadership
 
 
 def build_engine(cfg: ServerConfig) -> Engine:
@@ -157,8 +158,7 @@ def build_engine(cfg: ServerConfig) -> Engine:
 
 
 def build_app(cfg: ServerConfig) -> FastAPI:
-    gpus = NvmlSampler()
-    controller, leadership = build_controller(cfg, gpus)
+    controller, gpus, leadership = build_controller(cfg)
     takeover = Takeover(controller, lambda: build_engine(cfg), cfg.data_dir, cfg.storage_roots)
     leadership.elected = takeover
     if not leadership.try_lead():  # another server leads: this one follows, and waits
@@ -166,19 +166,20 @@ def build_app(cfg: ServerConfig) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        gpus.start()
         leadership.start()
         takeover.serve()
         yield
         takeover.stop()  # the controller first; the lease is renewed until it is released
+        gpus.stop()
         controller.engine.close()
         leadership.stop()
         leadership.release()  # only now may a follower take over (at once)
         controller.store.close()
-        gpus.close()
 
     app = create_app(controller)
     app.state.leadership = leadership
-    app.state.gpu_sampler = gpus
+    app.state.gpu_readings = gpus
     app.state.metrics_token = metrics_token(cfg)
     app.state.metrics_open = cfg.metrics_open
     app.state.log_streams = LogStreams(cfg.log_follows_per_user)

@@ -2,9 +2,9 @@
 its tenant's window is idle; the controller then flags it (an `IdleGPU` event and the
 `gpuyard_job_idle_gpu` metric) or stops it (reason `IdleGPU`, never retried).
 
-Utilisation comes from an injected reader (NVML in the server: `NvmlSampler.utilization`).
-A GPU without a reading (fake, or on another host) makes its job ineligible: fake GPUs are
-never flagged. The window is watched in memory: after a restart it starts again.
+Utilisation comes from an injected reader (in the server: every node's own NVML readings,
+`gpureadings.GpuReadings.utilization`). A GPU without a fresh reading (fake, or its node not
+answering) makes its job ineligible: fake GPUs are never flagged. The window is watched in memory: after a restart it starts again.
 """
 
 from __future__ import annotations

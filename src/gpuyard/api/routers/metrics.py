@@ -37,6 +37,7 @@ def install_metrics(app: FastAPI, controller: Controller) -> None:
     Until the server sets a scrape token, only platform admins may scrape."""
     app.state.metrics_token = None
     app.state.metrics_open = False
+    app.state.gpu_readings = None  # the server's GpuReadings: every GPU's last hour (portal)
     collector = ClusterCollector(lambda: cluster_sample(controller, _readings_timeout.get()))
     app.state.metrics_registry = build_registry(collector, controller.instruments)
     app.state.metrics_public = WithoutJobs(app.state.metrics_registry)

@@ -43,6 +43,7 @@ from gpuyard.api.schemas.jobcontrol import BulkCancelIn
 from gpuyard.api.services import jobcontrol as control
 from gpuyard.api.services import jobs as job_svc
 from gpuyard.api.services import web as svc
+from gpuyard.api.services.gpucharts import gpu_charts
 from gpuyard.api.services.images import node_images
 from gpuyard.api.services.nodes import node_list
 from gpuyard.api.services.queue import queue_view
@@ -485,20 +486,23 @@ async def submit_job(request: Request, ctl: ControllerDep, session: SessionDep) 
 # -- cluster and tenants -------------------------------------------------------------------
 
 
-def _cluster_context(ctl: ControllerDep, session: Session) -> dict[str, Any]:
+def _cluster_context(request: Request, ctl: ControllerDep, session: Session) -> dict[str, Any]:
     nodes = node_list(ctl, visible_tenants(session.user))
+    readings = request.app.state.gpu_readings  # every GPU's last hour (None: no server's)
     return {"nodes": nodes.nodes, "tenant_of": svc.gpu_tenants(ctl, nodes),
-            "node_images": node_images(ctl, session.user.is_admin)}
+            "node_images": node_images(ctl, session.user.is_admin),
+            "gpu_charts": gpu_charts(readings.last_hour if readings else None, nodes.nodes)}
 
 
 @router.get("/cluster")
 def cluster_page(request: Request, ctl: ControllerDep, session: SessionDep) -> HTMLResponse:
-    return render(request, "cluster.html", session, **_cluster_context(ctl, session))
+    return render(request, "cluster.html", session, **_cluster_context(request, ctl, session))
 
 
 @router.get("/cluster/grid")
 def cluster_grid(request: Request, ctl: ControllerDep, session: SessionDep) -> HTMLResponse:
-    return render(request, "partials/cluster_grid.html", session, **_cluster_context(ctl, session))
+    context = _cluster_context(request, ctl, session)
+    return render(request, "partials/cluster_grid.html", session, **context)
 
 
 @router.get("/tenants")
