@@ -8,6 +8,7 @@ from gpuyard.model import (
     GpuShare,
     JobDemand,
     Node,
+    PriorityClass,
     Resources,
     RunningJob,
     TaskDemand,
@@ -55,6 +56,7 @@ def make_job(
     submitted_at: float | None = None,
     attained_gpu_s: float = 0.0,
     max_runtime_s: int | None = None,
+    priority_class: PriorityClass = PriorityClass.NORMAL,
 ) -> JobDemand:
     demands = tuple(
         TaskDemand(role, i, Resources.of(cpu, memory_mb, gpus), gpu_type) for i in range(tasks)
@@ -70,6 +72,7 @@ def make_job(
         submitted_at=float(order) if submitted_at is None else submitted_at,
         attained_gpu_s=attained_gpu_s,
         max_runtime_s=max_runtime_s,
+        priority_class=priority_class,
     )
 
 
@@ -110,6 +113,7 @@ def make_running(
     terminating: bool = False,
     cpu: float = 1,
     memory_mb: int = 1024,
+    priority_class: PriorityClass = PriorityClass.NORMAL,
 ) -> RunningJob:
     """A one-task running job on `node` holding `gpu_indices`, borrowing `borrowed` GPUs."""
     return RunningJob(
@@ -122,6 +126,7 @@ def make_running(
         borrowed=((flavor, borrowed),) if borrowed else (),
         max_runtime_s=max_runtime_s,
         terminating=terminating,
+        priority_class=priority_class,
     )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from gpuyard.model import PriorityClass
 from gpuyard.spec import JobSpec, SpecError, TaskRoleSpec, load_job_spec, parse_job_spec
 from gpuyard.spec.models import Secret
 from gpuyard.spec.openpai_script import HEADER
@@ -96,6 +97,7 @@ def test_conversion():
         image="openpai/tf:2",
         retry_count=2,
         tenant="vision",
+        priority_class=PriorityClass.PROD,  # HiveD's jobPriorityClass: prod
         task_roles={
             "train": TaskRoleSpec(
                 task_number=2,

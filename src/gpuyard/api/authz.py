@@ -41,7 +41,7 @@ import enum
 from collections.abc import Iterable
 from typing import Protocol
 
-from gpuyard.model import Tenant
+from gpuyard.model import PriorityClass, Tenant
 from gpuyard.store import JobNotFound, JobRecord, TenantRole, UserRecord
 
 
@@ -153,6 +153,21 @@ def priority_refusal(
     return (
         f"{caller.name} may give priorities up to {top} in tenant {tenant.name} (its "
         "maxPriority); only a tenant admin of it or a platform admin may go higher"
+    )
+
+
+def priority_class_refusal(caller: UserRecord, tenant: Tenant, cls: PriorityClass) -> str | None:
+    """Why `caller` may not submit a job of class `cls` to `tenant` (None: they may). `prod`
+    outranks every priority in the tenant, so a member may give it only where it may give
+    any priority (no maxPriority); tenant and platform admins always may."""
+    if cls is not PriorityClass.PROD or tenant.max_priority is None:
+        return None
+    if caller.is_admin or caller.role_in(tenant.name) == TenantRole.TENANT_ADMIN:
+        return None
+    return (
+        f"{caller.name} may not submit prod jobs in tenant {tenant.name}: prod outranks every "
+        f"priority and its maxPriority is {tenant.max_priority}; only a tenant admin of it or "
+        "a platform admin may"
     )
 
 

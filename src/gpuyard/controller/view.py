@@ -107,7 +107,8 @@ class ViewBuilder:
 
     def _running_job(self, job: JobRecord, tasks: list[TaskRecord]) -> RunningJob:
         starts = [t.started_at for t in tasks if t.started_at]
-        max_runtime_s = self._spec_of(job).max_runtime_s
+        spec = self._spec_of(job)
+        max_runtime_s = spec.max_runtime_s
         return RunningJob(
             job_id=job.id,
             tenant=job.tenant,
@@ -120,6 +121,7 @@ class ViewBuilder:
             terminating=job.stop_requested is not None or any(t.stop_sent for t in tasks),
             expected_runtime_s=self._runtimes.expected_s(job, max_runtime_s),
             preemptions=job.preemptions,
+            priority_class=spec.priority_class,
         )
 
     def _usage(self, tenants: Iterable[Tenant], now: float) -> dict[str, TenantUsage]:

@@ -1,7 +1,14 @@
 """Domain types shared by every layer: resources, GPUs, nodes, job and task states."""
 
 from gpuyard.model.clock import Clock, ManualClock, SystemClock
-from gpuyard.model.demand import GpuShare, JobDemand, TaskDemand
+from gpuyard.model.demand import (
+    OPPORTUNISTIC_BELOW,
+    GpuShare,
+    JobDemand,
+    PriorityClass,
+    TaskDemand,
+    standing,
+)
 from gpuyard.model.placement import JobPlacement, TaskPlacement
 from gpuyard.model.resources import (
     CordonState,
@@ -37,6 +44,9 @@ __all__ = [
     "BudgetPeriod",
     "FlavorQuota",
     "QueuePolicy",
+    "PriorityClass",
+    "OPPORTUNISTIC_BELOW",
+    "standing",
     "RunningJob",
     "TenantUsage",
     "Tenant",

@@ -2,10 +2,35 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 from gpuyard.model.resources import Resources
 from gpuyard.model.value import Value
+
+
+class PriorityClass(enum.StrEnum):
+    """A job's class (HiveD's prod > test > oppo; docs/scheduler.md, Priority classes).
+    `prod` and `normal` order and preempt inside the job's tenant only, above any
+    priority; `opportunistic` runs on idle capacity only (never within its tenant's
+    guarantee, started only where no other job waits for the capacity) and is preempted
+    first, by any other job of any tenant."""
+
+    PROD = "prod"
+    NORMAL = "normal"
+    OPPORTUNISTIC = "opportunistic"
+
+
+# a class outranks any priority: a step wider than the span of priorities (±1000)
+CLASS_STEP = 10_000
+OPPORTUNISTIC_BELOW = -CLASS_STEP // 2  # the standings of `opportunistic` jobs are below
+_CLASS_RANK = {PriorityClass.OPPORTUNISTIC: -1, PriorityClass.NORMAL: 0, PriorityClass.PROD: 1}
+
+
+def standing(priority_class: PriorityClass, priority: int) -> int:
+    """Where a job stands inside its tenant: its class, then its priority (a `normal`
+    job's standing is its priority). Compared only between jobs of one tenant."""
+    return _CLASS_RANK[priority_class] * CLASS_STEP + priority
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +82,7 @@ class JobDemand(Value):
     user's (and job name's) past runs (live) or the trace's history (simulation); None when
     nothing is known. Never trusted to end a job: it only orders backfill and ETAs.
     `preemptions`: how many times the job was preempted so far.
+    `priority_class`: `PriorityClass` (its `standing` orders it inside its tenant).
     """
 
     job_id: str
@@ -71,6 +97,7 @@ class JobDemand(Value):
     oracle_duration_s: float | None = None
     expected_runtime_s: float | None = None
     preemptions: int = 0
+    priority_class: PriorityClass = PriorityClass.NORMAL
     total: Resources = field(init=False, repr=False, compare=False)  # of all its tasks
 
     def __post_init__(self) -> None:
@@ -78,3 +105,11 @@ class JobDemand(Value):
         for t in self.tasks:
             out = out + t.resources
         object.__setattr__(self, "total", out)
+
+    @property
+    def standing(self) -> int:
+        return standing(self.priority_class, self.priority)
+
+    @property
+    def opportunistic_class(self) -> bool:
+        return self.priority_class is PriorityClass.OPPORTUNISTIC

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuyard.model.demand import PriorityClass, standing
 from gpuyard.model.placement import TaskPlacement
 from gpuyard.model.value import Value
 
@@ -23,6 +24,7 @@ class RunningJob(Value):
     `oracle_end_at`: when it will end if not stopped (simulation only, SRTF); None live.
     `expected_runtime_s`: its expected run time in all (`JobDemand.expected_runtime_s`).
     `preemptions`: how many times it was preempted before this attempt.
+    `priority_class`: `PriorityClass` (`JobDemand.priority_class`).
     """
 
     job_id: str
@@ -39,6 +41,7 @@ class RunningJob(Value):
     oracle_end_at: float | None
     expected_runtime_s: float | None
     preemptions: int
+    priority_class: PriorityClass
 
     def __init__(
         self,
@@ -56,6 +59,7 @@ class RunningJob(Value):
         oracle_end_at: float | None = None,
         expected_runtime_s: float | None = None,
         preemptions: int = 0,
+        priority_class: PriorityClass = PriorityClass.NORMAL,
     ) -> None:  # by hand: compiled, it is built natively (docs/sim.md, Fast replays)
         object.__setattr__(self, "job_id", job_id)
         object.__setattr__(self, "tenant", tenant)
@@ -71,6 +75,16 @@ class RunningJob(Value):
         object.__setattr__(self, "oracle_end_at", oracle_end_at)
         object.__setattr__(self, "expected_runtime_s", expected_runtime_s)
         object.__setattr__(self, "preemptions", preemptions)
+        object.__setattr__(self, "priority_class", priority_class)
+
+    @property
+    def standing(self) -> int:
+        """Its class, then its priority: compared only inside its tenant."""
+        return standing(self.priority_class, self.priority)
+
+    @property
+    def opportunistic_class(self) -> bool:
+        return self.priority_class is PriorityClass.OPPORTUNISTIC
 
     @property
     def opportunistic(self) -> bool:

@@ -6,10 +6,14 @@ Inside a tenant a job's key is, lowest first:
   seq)` — oldest promoted job first, whatever its priority or attained service, so no job
   waits forever behind a stream of higher-priority or less-served ones (it also demotes as a
   job of the first LAS queue: `round.Round._demotion_now`; nothing is held back behind it);
-- otherwise `(1, -priority, las_queue, submitted_at, seq)`, where `las_queue`, for `las`
+- otherwise `(1, -standing, las_queue, submitted_at, seq)`, where `standing` is the job's
+  class then priority (`model.standing`: a `normal` job's is its priority, `prod` jobs
+  come first) and `las_queue`, for `las`
   tenants (the default), is the index of the first threshold of `las_thresholds_gpu_s`
   above the job's attained GPU-seconds (Tiresias' discretized LAS: jobs that received
-  little service go first; no duration knowledge needed), and 0 for `fifo` tenants.
+  little service go first; no duration knowledge needed), and 0 for `fifo` tenants;
+- an `opportunistic`-class job: `(2, -standing, las_queue, submitted_at, seq)`, after every
+  other job of its tenant, and never promoted (it only ever uses idle capacity).
 
 `TenantQueues` keeps each tenant's queue sorted across cycles (insert and remove by diff, a
 job moved once when it is promoted); a tenant's queue is re-sorted only when its policy
@@ -49,11 +53,13 @@ def job_key(job: JobDemand, policy: QueuePolicy, now: float, config: SchedulerCo
     las_queue = 0
     if policy is QueuePolicy.LAS:
         las_queue = bisect.bisect_right(config.las_thresholds_gpu_s, job.attained_gpu_s)
-    return (1, -job.priority, las_queue, job.submitted_at, job.seq)
+    group = 2 if job.opportunistic_class else 1
+    return (group, -job.standing, las_queue, job.submitted_at, job.seq)
 
 
 def is_aged(job: JobDemand, now: float, config: SchedulerConfig) -> bool:
-    return now - job.submitted_at >= wait_limit(job, config)
+    """Promoted: waited past its wait limit (never, for an `opportunistic` job)."""
+    return not job.opportunistic_class and now - job.submitted_at >= wait_limit(job, config)
 
 
 def widest_task(job: JobDemand) -> int:

@@ -7,7 +7,11 @@ its lowest priority first.
   jobs of other tenants (admitted with `borrowed`), while their tenant still borrows the
   resource. A guaranteed job of another tenant is never a candidate.
 - Priority preemption (per tenant, `priority_preemption`): lower-priority jobs of the job's
-  own tenant are candidates too.
+  own tenant are candidates too (priority here is the job's standing: its class, then its
+  priority).
+- Priority classes: a job of any class but `opportunistic` may stop `opportunistic` jobs of
+  any tenant, and they come first among the victims (after those already terminating); an
+  `opportunistic` job stops nobody.
 - LAS demotion (`SchedulerConfig.tenant_preemption`): *opportunistic* jobs of other
   tenants in a higher LAS queue (more attained GPU-seconds) than the job are candidates
   (`demotable`; borrowed capacity goes to the least served, as in Tiresias on the shared
@@ -30,7 +34,7 @@ import bisect
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from gpuyard.model import JobDemand, JobPlacement, RunningJob, Tenant
+from gpuyard.model import OPPORTUNISTIC_BELOW, JobDemand, JobPlacement, RunningJob, Tenant
 from gpuyard.scheduler.packing import FreeCounts
 from gpuyard.scheduler.quota import QuotaBook
 from gpuyard.scheduler.snapshot import Undo
@@ -81,20 +85,23 @@ def candidates(
     book: QuotaBook | None = None,
 ) -> list[RunningJob]:
     """Jobs (`VictimTable` rows) that may be stopped for `job`, in the victims' order:
-    already terminating; then, when `job` may demote, the highest LAS queue (the most
-    served) first and the newest there (latest start: the least work of this attempt to
-    lose), as Tiresias stops them; for reclaim alone, the least progress of this attempt
-    (GPUs × seconds run), newest; a tenant's jobs in its places lowest priority first
-    (`_by_priority_inside_tenants`). Candidates: with `reclaim`, opportunistic or
-    terminating jobs of other tenants; with the tenant's priority preemption, its
+    already terminating; then the `opportunistic` class; then, when `job` may demote, the
+    highest LAS queue (the most served) first and the newest there (latest start: the least
+    work of this attempt to lose), as Tiresias stops them; for reclaim alone, the least
+    progress of this attempt (GPUs × seconds run), newest; a tenant's jobs in its places
+    lowest standing first (`_by_priority_inside_tenants`). Candidates: jobs of the
+    `opportunistic` class (unless `job` is one: it stops nobody); with `reclaim`,
+    opportunistic or terminating jobs of other tenants; with the tenant's priority preemption, its
     lower-priority jobs; with `demote`, jobs it may demote (`Demotion`) that are of its
     tenant (of no higher priority) or opportunistic (whatever their priority). Jobs in
     `stopping` (preempted earlier in the cycle) count as terminating. With `book`, an
     opportunistic job of another tenant only while that tenant still borrows what it holds
     (`still_borrowing`: `find_victims` would skip it anyway)."""
+    if job.opportunistic_class:
+        return []  # it runs on idle capacity only
     own = tenants.get(job.tenant)
     same_tenant = own is not None and own.priority_preemption
-    t, p = job.tenant, job.priority
+    t, p = job.tenant, job.standing
     chosen: list[Row] = []
     borrows: dict[tuple, bool] = {}  # (tenant, borrowed) → still borrowing, for this call
     borrowers: dict[str, bool] = {}  # tenant → borrows anything now, for this call
@@ -104,6 +111,9 @@ def candidates(
         if stopping and not terminating and r.job_id in stopping:
             row = (r, tenant, prio, opportunistic, True, *given[5:])
             terminating = True
+        if prio < OPPORTUNISTIC_BELOW:  # of the opportunistic class: any other job stops it
+            chosen.append(row)
+            continue
         if tenant != t:
             if not terminating:
                 if not opportunistic:
@@ -132,9 +142,9 @@ def candidates(
             chosen.append(row)
     if demote is not None:
         th = demote.thresholds
-        chosen.sort(key=lambda row: (not row[4], -_level(row, th, now), -row[5]))
+        chosen.sort(key=lambda row: (not row[4], _later(row), -_level(row, th, now), -row[5]))
     else:
-        chosen.sort(key=lambda row: (not row[4], *_loss(row, now)))
+        chosen.sort(key=lambda row: (not row[4], _later(row), *_loss(row, now)))
     return [row[0] for row in _by_priority_inside_tenants(chosen)]
 
 
@@ -155,6 +165,11 @@ def _by_priority_inside_tenants(chosen: list[Row]) -> list[Row]:
         for i, row in zip(at, mine, strict=True):
             out[i] = row
     return out
+
+
+def _later(row: Row) -> bool:
+    """Not of the opportunistic class (those are stopped first)."""
+    return row[2] >= OPPORTUNISTIC_BELOW
 
 
 def _loss(row: Row, now: float) -> tuple[float, float]:
@@ -192,6 +207,8 @@ def still_borrowing(
     where a what-if differs from the book's."""
     if not book.enabled or r.tenant == tenant or r.terminating or r.job_id in stopping:
         return True
+    if r.opportunistic_class:
+        return True  # always on idle capacity: stopped for any other job
     used = used or {}
     return any(_borrows(book, used, r.tenant, key) for key, amount in r.borrowed if amount > 0)
 

@@ -11,6 +11,11 @@ out of free capacity that is not reserved for another tenant — a lender's unus
 beyond its `lending_limit` is reserved for it. With no tenants configured at all the book is
 disabled: every job is guaranteed and nothing is borrowed (the v1 plain cluster).
 
+An `opportunistic`-class job (`PriorityClass`) is charged to a book entry of its own,
+`quota_tenant` ("a (opportunistic)"): a tenant with no guarantee and no limits. So it only
+ever borrows idle capacity (lenders' reserved capacity excepted), is never within its
+tenant's guarantee, and changes neither its tenant's share nor its borrowing.
+
 GPU memory (docs/gpu-sharing.md): shared-GPU tasks are charged in MB of their flavor's GPU
 memory under the key `gpu_memory_key(flavor)` (`A100-80GB/MB`). For a tenant with a GPU-memory
 quota of that flavor (`FlavorQuota.gpu_memory_mb`) that key is quota-managed like a flavor:
@@ -34,6 +39,15 @@ CPU = "cpu"
 MEMORY = "memory"
 Usage = dict[str, int]
 _MB, _RAW_MB, _RAW_MILLI = "/MB", "/share-MB", "/share-milli"
+
+
+OPPORTUNISTIC_SUFFIX = " (opportunistic)"  # a tenant name has no space: no clash
+
+
+def quota_tenant(tenant: str, opportunistic_class: bool) -> str:
+    """Whom a job is charged to in the book: its tenant, or the tenant's opportunistic
+    entry for an `opportunistic`-class job."""
+    return tenant + OPPORTUNISTIC_SUFFIX if opportunistic_class else tenant
 
 
 def gpu_memory_key(flavor: str) -> str:

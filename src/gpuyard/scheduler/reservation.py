@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from gpuyard.model import JobDemand, JobPlacement
 from gpuyard.scheduler.explain import Deadline, estimate_start
+from gpuyard.scheduler.quota import quota_tenant
 from gpuyard.scheduler.reasons import PendingCode, PendingReason
 from gpuyard.scheduler.state import ClusterState
 
@@ -71,7 +72,8 @@ def delays(
     end = expected_end(job, now)
     if end is not None and end <= reservation.at:
         return False
-    undo = state.charge(job.job_id, job.tenant, placement.tasks)
+    charged = quota_tenant(job.tenant, job.opportunistic_class)
+    undo = state.charge(job.job_id, charged, placement.tasks)
     try:
         held = reservation.job
         after = estimate_start(state, by_deadline, held, reservation.flavor, now, max_releases)

@@ -9,7 +9,14 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from gpuyard.model import JobDemand, JobPlacement, QueuePolicy, RunningJob, Tenant
+from gpuyard.model import (
+    OPPORTUNISTIC_BELOW,
+    JobDemand,
+    JobPlacement,
+    QueuePolicy,
+    RunningJob,
+    Tenant,
+)
 from gpuyard.scheduler.cycle import CycleResult, CycleStats
 from gpuyard.scheduler.explain import Deadline, capacity_reason, deadlines, with_estimate
 from gpuyard.scheduler.fits import Shape, ShapeFits, matching_flavors, shape_of
@@ -18,7 +25,7 @@ from gpuyard.scheduler.order import Entry, is_aged
 from gpuyard.scheduler.packing import place_gang
 from gpuyard.scheduler.pending import PendingReasons
 from gpuyard.scheduler.preempt import Demotion, candidates, demotion, find_victims, las_level
-from gpuyard.scheduler.quota import CPU, MEMORY, QuotaVerdict, Usage, job_usage
+from gpuyard.scheduler.quota import CPU, MEMORY, QuotaVerdict, Usage, job_usage, quota_tenant
 from gpuyard.scheduler.reasons import PendingCode, PendingReason
 from gpuyard.scheduler.reservation import Reservation, delays, expected_end, reserve
 from gpuyard.scheduler.state import ClusterState
@@ -26,6 +33,12 @@ from gpuyard.scheduler.victimtable import Row, VictimTable
 from gpuyard.scheduler.view import Admission, ClusterView, Preemption, SchedulerConfig
 
 ALL_WAKE = frozenset({CPU, MEMORY})
+WAITS_FOR_CAPACITY = frozenset({PendingCode.INSUFFICIENT, PendingCode.FRAGMENTED})
+
+
+def charged_to(job: JobDemand) -> str:
+    """The book entry `job` is charged to (`quota.quota_tenant`)."""
+    return quota_tenant(job.tenant, job.opportunistic_class)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -109,6 +122,10 @@ class Round:
         self.wake_at = math.inf  # a demotion that failed now might succeed from then on
         self._crossing: float | None = None
         self.reservation: Reservation | None = None  # of the first promoted head blocked
+        # resource key → a job (not opportunistic) that waits for it to be free: no
+        # `opportunistic` job starts on it in this cycle (it runs on idle capacity only)
+        self.wanted: dict[str, str] = {}
+        self._opportunistic_running: bool | None = None
 
     # ---- heads -------------------------------------------------------------------------
 
@@ -181,7 +198,7 @@ class Round:
         known = facts.usage.get(flavor)
         if known is None:
             known = facts.usage[flavor] = self.state.book.normalise(
-                job.tenant, job_usage(job, flavor)
+                charged_to(job), job_usage(job, flavor)
             )
         return known
 
@@ -191,7 +208,7 @@ class Round:
         book = self.state.book
         if not gpus or not book.enabled:
             return None
-        caps = [book.max_allowed(job.tenant, f) for f in flavors if f is not None]
+        caps = [book.max_allowed(charged_to(job), f) for f in flavors if f is not None]
         limits = [c for c in caps if c is not None]
         if not caps or len(limits) < len(caps) or any(gpus <= c for c in limits):
             return None
@@ -207,7 +224,8 @@ class Round:
         quota again; then, with `least_served_first`, the head's LAS queue (Tiresias: capacity
         goes to the least-served job first, whichever its tenant; a promoted head counts as
         the first queue); then weighted dominant share, age. Never priority: it is a
-        tenant's own (tests/security/test_priority_shield.py)."""
+        tenant's own (tests/security/test_priority_shield.py). Heads of the
+        `opportunistic` class after all others: they take only what nobody else waits for."""
         head = self.head(tenant)
         borrows = not any(self._within(head, f) for f in self._candidate_flavors(head))
         served = (
@@ -216,12 +234,15 @@ class Round:
             else 0
         )
         share = self.state.book.share_key(tenant)
-        return (borrows, served, share, head.submitted_at, head.seq, tenant)
+        last = head.opportunistic_class
+        return (last, borrows, served, share, head.submitted_at, head.seq, tenant)
 
     def _candidate_flavors(self, job: JobDemand) -> list[str | None]:
         return self.facts(job).flavors
 
     def _within(self, job: JobDemand, flavor: str | None) -> bool:
+        if job.opportunistic_class:
+            return False  # never within its tenant's guarantee
         if not flavor:
             return True
         book = self.state.book
@@ -244,8 +265,11 @@ class Round:
         refusals: list[tuple[str | None, QuotaVerdict]] = []
         physical: list[tuple[str | None, QuotaVerdict]] = []
         for flavor in self._flavors(head):
+            if head.opportunistic_class and self._wanted_by(flavor) is not None:
+                refusals.append((flavor, self._idle_only(flavor)))
+                continue
             verdict = self.state.book.verdict_normalised(
-                tenant, self.usage(head, flavor), self.state.free
+                charged_to(head), self.usage(head, flavor), self.state.free
             )
             if verdict.blocked:
                 refusals.append((flavor, verdict))
@@ -265,7 +289,10 @@ class Round:
                     return made_room
                 self.wake_at = min(self.wake_at, self.next_crossing())
             reason = self._misfit(head, refusals, physical)
-            self.misfits[(tenant, self.facts(head).shape)] = reason
+            if physical:
+                self._want(head, reason, frozenset(f or CPU for f, _ in physical))
+            if not head.opportunistic_class:  # (its refusal may be for idle capacity only)
+                self.misfits[(tenant, self.facts(head).shape)] = reason
             self.reasons[head.job_id] = reason
             return Blocked(reason)
         outcome = self._reclaim(head, physical) or self._wait(head, refusals, physical)
@@ -273,7 +300,9 @@ class Round:
 
     def block(self, tenant: str, outcome: Blocked | PendingReason) -> Blocked:
         blocked = outcome if isinstance(outcome, Blocked) else Blocked(outcome)
-        head_id = self.head(tenant).job_id
+        head = self.head(tenant)
+        self._want(head, blocked.reason, blocked.wake_on)
+        head_id = head.job_id
         self.blocked.setdefault(tenant, blocked.reason)
         self.first_blocked.setdefault(tenant, (self.cursor[tenant], head_id))
         self.reasons[head_id] = blocked.reason
@@ -313,7 +342,7 @@ class Round:
         end = expected_end(job, self.view.now)
         if self.reservation is not None and end is not None:  # later checks see it end
             bisect.insort(self._by_deadline(), (end, job.job_id, job.max_runtime_s is None))
-        self.state.charge(job.job_id, job.tenant, placement.tasks)
+        self.state.charge(job.job_id, charged_to(job), placement.tasks)
         self.users.admitted(job)
         self.admitted.append(placement)
         self.admissions.append(Admission(job.job_id, job.tenant, verdict.borrowed))
@@ -323,11 +352,14 @@ class Round:
     def _reclaim(
         self, head: JobDemand, physical: list[tuple[str | None, QuotaVerdict]]
     ) -> Blocked | None:
+        if head.opportunistic_class:
+            return None  # it runs on idle capacity only: it stops nobody
         own = self.view.tenants.get(head.tenant)
         demotable = self._demotion_now(head)
+        may = (own is not None and own.priority_preemption) or self._opportunistic_runs()
         for flavor, verdict in physical:
             reclaim = self.state.book.enabled and not verdict.opportunistic
-            if not (reclaim or demotable or (own is not None and own.priority_preemption)):
+            if not (reclaim or demotable or may):
                 continue  # nothing it may preempt (`candidates` would find none)
             pool = [
                 r
@@ -401,6 +433,37 @@ class Round:
             self._pool = self._victims.rows()
         return self._pool
 
+    def _opportunistic_runs(self) -> bool:
+        """Whether any `opportunistic` job runs that a head might stop (once per cycle)."""
+        if self._opportunistic_running is None:
+            self._opportunistic_running = any(
+                row[2] < OPPORTUNISTIC_BELOW for row in self._preemptible()
+            )
+        return self._opportunistic_running
+
+    # ---- idle capacity for opportunistic jobs -------------------------------------------
+
+    def _want(self, job: JobDemand, reason: PendingReason, keys: frozenset[str]) -> None:
+        """A job that waits for capacity (not an opportunistic one) wants `keys`."""
+        if job.opportunistic_class or reason.code not in WAITS_FOR_CAPACITY:
+            return
+        for key in keys:
+            self.wanted.setdefault(key, job.job_id)
+
+    def _wanted_by(self, flavor: str | None) -> str | None:
+        return self.wanted.get(flavor or CPU)
+
+    def _idle_only(self, flavor: str | None) -> QuotaVerdict:
+        job_id = self._wanted_by(flavor)
+        what = f"{flavor} GPUs" if flavor else "CPU"
+        return QuotaVerdict(
+            blocked=PendingCode.INSUFFICIENT,
+            message=(
+                f"opportunistic: runs on idle capacity only, and job {job_id} waits for "
+                f"{what}"
+            ),
+        )
+
     def _holds(self, r: RunningJob, flavor: str | None) -> bool:
         charged = self.state.charged.get(r.job_id)
         return charged is not None and (flavor is None or charged.usage.get(flavor, 0) > 0)
@@ -458,6 +521,16 @@ class Round:
     def _why_preempted(
         head: JobDemand, victim: RunningJob, flavor: str | None, reclaim: bool
     ) -> str:
+        if victim.opportunistic_class:
+            return (
+                f"preempted: an opportunistic job runs on idle capacity only, and job "
+                f"{head.job_id} of tenant {head.tenant} needs it"
+            )
+        if victim.tenant == head.tenant and victim.priority_class != head.priority_class:
+            return (
+                f"preempted for job {head.job_id} of a higher priority class "
+                f"({head.priority_class} > {victim.priority_class}) in tenant {head.tenant}"
+            )
         if victim.tenant == head.tenant and victim.priority < head.priority:
             return (
                 f"preempted for job {head.job_id} of higher priority ({head.priority} > "
@@ -485,6 +558,10 @@ class Round:
         if not physical:
             flavor, verdict = refusals[0]
             reason = PendingReason(verdict.blocked or PendingCode.QUOTA_EXCEEDED, verdict.message)
+            if any(v.blocked is PendingCode.INSUFFICIENT for _, v in refusals):
+                # an opportunistic job: the job that wants the capacity may start or leave
+                # the queue without a release, so it is tried again each cycle
+                return Blocked(reason)
             wake = frozenset({flavor}) if flavor else ALL_WAKE
             return Blocked(reason, parkable=True, wake_on=wake)
         flavor = physical[0][0]

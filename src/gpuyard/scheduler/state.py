@@ -25,6 +25,7 @@ from gpuyard.scheduler.quota import (
     gpu_memory_key,
     is_gpu_memory_key,
     placed_share,
+    quota_tenant,
 )
 from gpuyard.scheduler.snapshot import ClusterSnapshot, Undo
 from gpuyard.scheduler.view import ViewChanges
@@ -51,6 +52,11 @@ class Charged:
         object.__setattr__(self, "held", held)
         object.__setattr__(self, "usage", usage)
         object.__setattr__(self, "gpus_on", gpus_on)
+
+
+def charged_to(r: RunningJob) -> str:
+    """The book entry a running job is charged to (`quota.quota_tenant`)."""
+    return quota_tenant(r.tenant, r.opportunistic_class)
 
 
 class ClusterState:
@@ -94,12 +100,12 @@ class ClusterState:
             self._release(job_id)  # in the order they were charged, as before
         for r in fresh_jobs:
             c = self.charged.get(r.job_id)
-            if c is not None and (r.tenant != c.tenant or r.placements != c.placements):
+            if c is not None and (charged_to(r) != c.tenant or r.placements != c.placements):
                 self._release(r.job_id)
         missing = current.keys() - self.charged.keys()
         for r in running if missing else ():
             if r.job_id in missing:
-                self.charge(r.job_id, r.tenant, r.placements)
+                self.charge(r.job_id, charged_to(r), r.placements)
 
     def _follow(self, changes: ViewChanges, count: int) -> bool:
         """`sync` from the view's changes (`ViewChanges`): the same charges and refunds, in
@@ -122,12 +128,12 @@ class ClusterState:
             self._release(job_id)
         for r in changes.started:
             c = self.charged.get(r.job_id)
-            if c is not None and (r.tenant != c.tenant or r.placements != c.placements):
+            if c is not None and (charged_to(r) != c.tenant or r.placements != c.placements):
                 self._release(r.job_id)
         missing = {j for j in check if j in current and j not in self.charged}
         for r in current.values() if missing else ():
             if r.job_id in missing:
-                self.charge(r.job_id, r.tenant, r.placements)
+                self.charge(r.job_id, charged_to(r), r.placements)
         self._touched = {}
         return True
 

@@ -1,7 +1,8 @@
 """The running jobs that some head may preempt, as rows of what `preempt.candidates` reads,
 kept across cycles from the view's changes.
 
-Preemptible jobs that are borrowing (opportunistic), stopping (terminating), or of a tenant
+Preemptible jobs that are borrowing (opportunistic, or of the `opportunistic` class: any
+other job may stop those), stopping (terminating), or of a tenant
 whose own jobs may be stopped (`same_tenant`: priority preemption, LAS demotion inside the
 tenant). A row is worked out once per `RunningJob` object; the table follows the view's
 changes (`ViewChanges`: started, replaced, stopped) when they follow the last view, and is
@@ -17,8 +18,9 @@ from collections.abc import Sequence
 from gpuyard.model import RunningJob
 from gpuyard.scheduler.view import ViewChanges
 
-# what `candidates` reads of a running job: (job, tenant, priority, opportunistic,
-# terminating, start, GPUs, attained GPU-seconds of earlier attempts)
+# what `candidates` reads of a running job: (job, tenant, standing (class, then priority:
+# `model.standing`), opportunistic, terminating, start, GPUs, attained GPU-seconds of
+# earlier attempts)
 Row = tuple[RunningJob, str, int, bool, bool, float, int, float]
 
 
@@ -78,14 +80,16 @@ class VictimTable:
         self._rows[r.job_id] = _row(r)
 
     def _wanted(self, r: RunningJob) -> bool:
-        return r.preemptible and (r.terminating or r.tenant in self._same or r.opportunistic)
+        return r.preemptible and (
+            r.terminating or r.tenant in self._same or r.opportunistic or r.opportunistic_class
+        )
 
 
 def _row(r: RunningJob) -> Row:
     return (
         r,
         r.tenant,
-        r.priority,
+        r.standing,
         r.opportunistic,
         r.terminating,
         r.started_at,

@@ -33,5 +33,10 @@ def job_demand(spec: JobSpec, job_id: str, seq: int) -> JobDemand:
         for index in range(role.task_number)
     )
     return JobDemand(
-        job_id=job_id, tenant=spec.tenant, priority=spec.priority, seq=seq, tasks=tasks
+        job_id=job_id,
+        tenant=spec.tenant,
+        priority=spec.priority,
+        seq=seq,
+        tasks=tasks,
+        priority_class=spec.priority_class,
     )

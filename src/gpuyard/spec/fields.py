@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from gpuyard.model import PriorityClass
 from gpuyard.spec import limits
 from gpuyard.spec.errors import Errors, HugeNumber, got, got_text, item, join, show
 from gpuyard.spec.models import SECRET_KEY, Secret
@@ -72,6 +73,15 @@ def read_flag(errs: Errors, path: str, value: object) -> bool | None:
     if isinstance(value, bool):
         return value
     errs.add(path, f"must be true or false{got(value)}")
+    return None
+
+
+def read_priority_class(errs: Errors, path: str, value: object) -> PriorityClass | None:
+    """prod, normal or opportunistic (docs/spec.md)."""
+    names = [c.value for c in PriorityClass]
+    if isinstance(value, str) and value in names:
+        return PriorityClass(value)
+    errs.add(path, f"must be one of {', '.join(names)}{got(value)}")
     return None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuyard.model import PriorityClass
 from gpuyard.spec import limits
 
 SECRET_KEY = "secret"  # `{secret: VALUE}`: a value marked secret in a document
@@ -136,6 +137,8 @@ class JobSpec:
     # allow_host_network), for e.g. NCCL over InfiniBand (docs/runtime.md, Network)
     host_network: bool = False
     after: After | None = None  # the jobs it waits for (spec/arrays.py, docs/spec.md)
+    # prod | normal | opportunistic (docs/scheduler.md, Priority classes)
+    priority_class: PriorityClass = PriorityClass.NORMAL
 
     def __post_init__(self) -> None:
         # own copies, so that the caller's dicts cannot change this value later
@@ -160,9 +163,12 @@ class JobSpec:
         return sum(r.task_number * r.whole_gpus for r in self.task_roles.values())
 
     def to_document(self) -> dict[str, Any]:
-        """Our format, every field present (`after` only when given);
+        """Our format, every field present (`after` and `priorityClass`
+        only when given);
         `parse_job_spec(doc) == self`."""
-        after = {"after": self.after.to_document()} if self.after is not None else {}
+        after: dict[str, Any] = {"after": self.after.to_document()} if self.after else {}
+        if self.priority_class is not PriorityClass.NORMAL:
+            after["priorityClass"] = self.priority_class.value
         return {
             "name": self.name,
             "image": self.image,

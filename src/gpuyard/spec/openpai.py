@@ -402,6 +402,8 @@ def _translate(errs: Errors, doc: dict[Any, Any], ctx: _Context) -> dict[str, An
     defaults = _mapping(errs, ctx, doc, "defaults", "defaults (virtualCluster, deployment)")
     _check_keys(errs, defaults, "defaults", DEFAULTS_KEYS)
     ours["tenant"] = defaults.get("virtualCluster")
+    if ctx.extras.priority_class is not None:  # HiveD's jobPriorityClass (openpai_extras.py)
+        ours["priorityClass"] = ctx.extras.priority_class.value
     roles = doc.get("taskRoles")
     if not isinstance(roles, dict):
         ours["taskRoles"] = roles

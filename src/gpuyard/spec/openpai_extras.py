@@ -4,8 +4,11 @@
 - `hivedScheduler.taskRoles.R.gpuType` / `.skuType`: the role's GPU type (a HiveD SKU name is
   matched like our `gpuType`: `A100` matches `A100-80GB`); a role that is not in `taskRoles`,
   a bad name, or both `gpuType` and `reservationId` are refused, as OpenPAI refuses them.
-  `reservationId`, `affinityGroupName` and `jobPriorityClass` are accepted with a warning:
-  there are no reservations, affinity groups or priority classes here yet.
+  `reservationId` and `affinityGroupName` are accepted with a warning: there are no
+  reservations or affinity groups here yet.
+- `hivedScheduler.jobPriorityClass`: our `priorityClass` (`PRIORITY_CLASSES`: prod → prod,
+  test → normal, oppo → opportunistic; crit → prod with a warning); another name is
+  refused, as OpenPAI refuses it.
 - `gangAllocation: false`: a warning (every job is placed as a gang here).
 - `submitFrom`: where the job was submitted from (the portal, an SDK): no effect, as on OpenPAI.
 - anything else: a warning (accepted, not used).
@@ -16,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuyard.model import PriorityClass
 from gpuyard.spec import limits
 from gpuyard.spec.errors import Errors, got, join
 from gpuyard.spec.notices import Warnings
@@ -30,10 +34,14 @@ HIVED_ROLE_WARNINGS = {
     "affinityGroupName": "affinity groups are not supported yet (the job's tasks still start "
     "together, as one gang)",
 }
-PRIORITY_CLASS_WARNING = (
-    "priority classes (prod > test > oppo, with their preemption) are not mapped yet: the job "
-    "runs at priority 0 in its tenant's queue"
-)
+PRIORITY_CLASS_PATH = f"{HIVED_PATH}.jobPriorityClass"
+# HiveD's classes → ours (docs/openpai.md): crit, above prod there, is prod here
+PRIORITY_CLASSES = {
+    "crit": PriorityClass.PROD,
+    "prod": PriorityClass.PROD,
+    "test": PriorityClass.NORMAL,
+    "oppo": PriorityClass.OPPORTUNISTIC,
+}
 
 
 @dataclass
@@ -42,6 +50,7 @@ class Extras:
 
     plugins: list[tuple[int, dict]] = field(default_factory=list)  # the cmd plugins
     gpu_types: dict[str, tuple[object, str]] = field(default_factory=dict)  # role → value, path
+    priority_class: PriorityClass | None = None  # jobPriorityClass, mapped
 
 
 def _gpu_type(errs: Errors, path: str, body: dict[Any, Any]) -> tuple[object, str] | None:
@@ -78,7 +87,7 @@ def _hived(errs: Errors, warns: Warnings, value: object, roles: object, out: Ext
         return
     for key in value:
         if key == "jobPriorityClass":
-            warns.add(join(HIVED_PATH, key), PRIORITY_CLASS_WARNING)
+            out.priority_class = _priority_class(errs, warns, value[key])
         elif key != "taskRoles":
             warns.add(join(HIVED_PATH, key), "unknown HiveD field: not used")
     per_role = value.get("taskRoles") or {}
@@ -91,6 +100,17 @@ def _hived(errs: Errors, warns: Warnings, value: object, roles: object, out: Ext
             errs.add(path, f"there is no task role {name!r} in taskRoles")
         else:
             _hived_role(errs, warns, path, body, out)
+
+
+def _priority_class(errs: Errors, warns: Warnings, value: object) -> PriorityClass | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in PRIORITY_CLASSES:
+        errs.add(PRIORITY_CLASS_PATH, f"must be one of prod, test, oppo (or crit){got(value)}")
+        return None
+    if value == "crit":
+        warns.add(PRIORITY_CLASS_PATH, "crit runs as prod here: there is no class above prod")
+    return PRIORITY_CLASSES[value]
 
 
 def read_extras(errs: Errors, warns: Warnings, doc: dict[Any, Any]) -> Extras:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gpuyard.model import PriorityClass
 from gpuyard.spec import limits
 from gpuyard.spec.arrays import read_after
 from gpuyard.spec.distributed import NEVER, check_min_tasks, read_min_tasks, read_ports
@@ -26,6 +27,7 @@ from gpuyard.spec.fields import (
     read_host_path,
     read_image,
     read_memory,
+    read_priority_class,
     read_webhook,
     whole,
 )
@@ -191,6 +193,7 @@ JOB_TABLE: tuple[Row, ...] = (
     ("env", "env", read_env, {}),
     ("retryCount", "retry_count", whole(*limits.RETRY_COUNT), 0),
     ("priority", "priority", whole(*limits.PRIORITY, "a whole number from -1000 to 1000"), 0),
+    ("priorityClass", "priority_class", read_priority_class, PriorityClass.NORMAL),
     ("tenant", "tenant", pattern(limits.TENANT_RE, limits.NAME_RULE), limits.DEFAULT_TENANT),
     ("maxRuntime", "max_runtime_s", read_duration, None),
     ("webhook", "webhook", read_webhook, None),

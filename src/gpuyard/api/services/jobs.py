@@ -13,7 +13,13 @@ from typing import Any
 
 import anyio
 
-from gpuyard.api.authz import JobAction, can_read_secrets, job_actions, priority_refusal
+from gpuyard.api.authz import (
+    JobAction,
+    can_read_secrets,
+    job_actions,
+    priority_class_refusal,
+    priority_refusal,
+)
 from gpuyard.api.schemas import (
     EventList,
     JobDetail,
@@ -88,6 +94,10 @@ def new_job(
         too_high := priority_refusal(user, tenant.tenant, spec.priority)
     ):
         errors.append(FieldError("priority", too_high))
+    if user is not None and (
+        no_class := priority_class_refusal(user, tenant.tenant, spec.priority_class)
+    ):
+        errors.append(FieldError("priorityClass", no_class))
     errors += after_errors(ctl, user, spec)  # only jobs the owner can see (dependencies.py)
     if loaded is not None and loaded.array is not None:
         errors.append(FieldError("array", "a job array is submitted with POST /api/v1/jobs"))
