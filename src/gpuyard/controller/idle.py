@@ -4,7 +4,8 @@ its tenant's window is idle; the controller then flags it (an `IdleGPU` event an
 
 Utilisation comes from an injected reader (in the server: every node's own NVML readings,
 `gpureadings.GpuReadings.utilization`). A GPU without a fresh reading (fake, or its node not
-answering) makes its job ineligible: fake GPUs are never flagged. The window is watched in memory: after a restart it starts again.
+answering) makes its job ineligible: fake GPUs are never flagged. The window is watched in
+memory: after a restart it starts again.
 """
 
 from __future__ import annotations
