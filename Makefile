@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-# what running needs (make run): OCI runtimes, image tools, task networks, a venv
-RUN_APT  := crun runc python3-venv umoci skopeo containernetworking-plugins nftables iproute2
+# what running needs (make run): OCI runtimes, image tools, task networks, a venv; the ssh
+# plugin's sshd and client (runtime/sshkit.py copies them into a kit tasks mount)
+RUN_APT  := crun runc python3-venv umoci skopeo containernetworking-plugins nftables iproute2 \
+            dropbear-bin openssh-client
 # what only the tests add (make test): a C compiler and Python headers (the fake NVML library,
 # make compiled), busybox (test images), chromium (portal tests), prometheus (promtool in lint),
 # postgresql (the server the store/controller/API tests start themselves: docs/postgresql.md;

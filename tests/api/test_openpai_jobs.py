@@ -32,7 +32,7 @@ DOCUMENT = {
             "commands": ["echo <% $secrets.token %>"],
         }
     },
-    "extras": {"com.microsoft.pai.runtimeplugin": [{"plugin": "ssh"}]},
+    "extras": {"com.microsoft.pai.runtimeplugin": [{"plugin": "tensorboard"}]},
 }
 
 
@@ -52,15 +52,21 @@ def job_id(shared_world) -> str:
 def test_each_warning_is_an_event_naming_its_field(shared_world, job_id):
     r = shared_world.call("alice", "GET", f"/api/v1/jobs/{job_id}/events")
     warnings = [e["message"] for e in r.json()["events"] if e["reason"] == EVENT_REASON]
-    assert any(m.startswith("prerequisites[0].auth: ") for m in warnings), warnings
-    plugin = "extras.com.microsoft.pai.runtimeplugin[0].plugin: the ssh plugin is not run yet"
+    assert not any(m.startswith("prerequisites[0].auth") for m in warnings), warnings
+    plugin = "extras.com.microsoft.pai.runtimeplugin[0].plugin: the tensorboard plugin is not run"
     assert any(m.startswith(plugin) for m in warnings), warnings
 
 
 def test_the_owner_gets_the_original_back_and_it_resubmits(shared_world, job_id):
     r = shared_world.call("alice", "GET", f"/api/v1/jobs/{job_id}/original")
     assert r.status_code == 200, r.text
-    assert r.json() == {"format": "openpai", "document": DOCUMENT}
+    # the registry password (the secret its auth names) for no one, the owner included
+    secrets = {"token": TOKEN, "pw": "<redacted>"}
+    auth = {"username": "alice", "password": "<redacted>"}
+    prerequisite = {**DOCUMENT["prerequisites"][0], "auth": auth}
+    shown = {**DOCUMENT, "secrets": secrets, "prerequisites": [prerequisite]}
+    assert r.json() == {"format": "openpai", "document": shown}
+    assert PASSWORD not in r.text
     again = shared_world.call(
         "alice", "POST", "/api/v1/jobs", content=json.dumps(r.json()["document"]),
         headers={"Content-Type": "application/json"},

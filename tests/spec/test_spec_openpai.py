@@ -33,7 +33,7 @@ PAI: dict[str, Any] = {
             "name": "tf",
             "type": "dockerimage",
             "uri": "openpai/tf:2",
-            "auth": {"username": "u", "password": "<% $secrets.pw %>"},
+            "auth": {"username": "u", "password": "<% $secrets.token %>"},
         },
         {"name": "cifar10", "type": "data", "uri": ["https://example.com/c.tgz"]},
         {"name": "bench", "type": "script", "uri": "github.com/x/bench", "version": "abc"},

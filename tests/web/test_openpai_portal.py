@@ -20,7 +20,7 @@ taskRoles:
     resourcePerInstance: {cpu: 1, memoryMB: 256, gpu: 0}
     commands: [echo hi]
 extras:
-  hivedScheduler: {jobPriorityClass: test}
+  hivedScheduler: {jobPriorityClass: crit}
 """
 
 
@@ -39,5 +39,5 @@ def test_warnings_while_typed_then_events_and_clone_gives_the_original(world):  
         in page(world, "alice", "GET", f"/jobs/{job_id}").text
     )
     html = page(world, "alice", "GET", f"/submit?clone={job_id}").text
-    assert "protocolVersion: 2" in html and "jobPriorityClass: test" in html
+    assert "protocolVersion: 2" in html and "jobPriorityClass: crit" in html
     assert yaml.safe_load(OPENPAI) == world.store.jobs.get(job_id).original

@@ -30,6 +30,7 @@ from gpuyard.api.routers import (
     notify,
     openpai,
     queue,
+    registries,
     tenants,
     tokens,
     usage,
@@ -65,6 +66,7 @@ def create_app(controller: Controller) -> FastAPI:
     for module in (jobs, nodes, queue, tenants, users, tokens, openpai, usage, notify, images):
         app.include_router(module.router)
     app.include_router(arrays.router)  # job arrays and POST /api/v1/jobs:batch
+    app.include_router(registries.router)  # tenants' registry credentials (admins)
     install_metrics(app, controller)  # GET /metrics: the scrape token or an admin's
     app.include_router(web.router)  # the portal's pages (docs/portal.md)
     app.include_router(web_usage.router)  # the portal's Usage page (docs/accounting.md)

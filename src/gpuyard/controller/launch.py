@@ -13,11 +13,14 @@ from collections.abc import Mapping, Sequence
 
 from gpuyard.engine import Engine
 from gpuyard.model import Node, Tenant
+from gpuyard.model.registries import RegistryLogin, image_registry
 from gpuyard.runtime.env import MASTER_PORT_LABEL
 from gpuyard.runtime.logcap import DEFAULT_LIMIT_MB
+from gpuyard.runtime.sshd import SSH_PORT_LABEL
 from gpuyard.runtime.types import TaskLaunch, TaskPeer
 from gpuyard.spec import JobSpec, reveal
 from gpuyard.spec.paienv import job_env
+from gpuyard.spec.registryauth import job_logins
 from gpuyard.store import JobRecord, PortRequest, Store, TaskPorts, TaskRecord
 
 NOBODY = (65534, 65534)  # a tenant without an id block yet (never after the server starts)
@@ -62,13 +65,16 @@ def rank_order(spec: JobSpec, tasks: Sequence[TaskRecord]) -> list[TaskRecord]:
 
 
 def port_requests(spec: JobSpec, tasks: Sequence[TaskRecord]) -> list[PortRequest]:
-    """What each task needs: its role's ports; rank 0 also a `master` port (MASTER_PORT)."""
+    """What each task needs: its role's ports; rank 0 also a `master` port (MASTER_PORT); a
+    task that runs sshd an `ssh` port."""
     ranked = rank_order(spec, tasks)
     out = []
     for rank, t in enumerate(ranked):
         labels = list(spec.task_roles[t.role].ports)
         if rank == 0 and MASTER_PORT_LABEL not in dict(labels):
             labels.append((MASTER_PORT_LABEL, 1))
+        if spec.ssh and spec.ssh.applies(t.role) and SSH_PORT_LABEL not in dict(labels):
+            labels.append((SSH_PORT_LABEL, 1))  # where its sshd listens (runtime/sshd.py)
         out.append(PortRequest(t.id, t.node, tuple(labels)))
     return out
 
@@ -109,6 +115,20 @@ def array_env(job: JobRecord) -> dict[str, str]:
     return {"GPUYARD_ARRAY_INDEX": str(job.array_index), "GPUYARD_ARRAY_PARENT": job.array_id}
 
 
+def launch_logins(store: Store, job: JobRecord) -> tuple[RegistryLogin, ...]:
+    """The registry logins a job's tasks may pull with: the job's own (OpenPAI `auth`, from
+    its stored original document) before its tenant's (`gpuyard admin registry set`)."""
+    return job_logins(job.original) + store.registries.logins(job.tenant)
+
+
+def image_login(logins: Sequence[RegistryLogin], image: str | None) -> RegistryLogin | None:
+    """The first of `logins` for `image`'s registry (None: the image is pulled without)."""
+    if image is None:
+        return None
+    registry = image_registry(image)
+    return next((login for login in logins if login.registry == registry), None)
+
+
 def build_launch(
     job: JobRecord,
     spec: JobSpec,
@@ -117,6 +137,7 @@ def build_launch(
     pids_limit: int,
     tenant: Tenant | None = None,
     peers: tuple[TaskPeer, ...] = (),
+    logins: Sequence[RegistryLogin] = (),
 ) -> TaskLaunch:
     role = spec.task_roles[task.role]
     by_index = {g.index: g for g in node.gpus}
@@ -149,4 +170,5 @@ def build_launch(
         allow_internet=tenant is not None and tenant.allow_internet,
         log_limit_mb=tenant.log_limit_mb if tenant is not None else DEFAULT_LIMIT_MB,
         workspace_mb=tenant.workspace_mb if tenant is not None else None,
+        image_login=image_login(logins, spec.image_of(task.role)),
     )

@@ -36,6 +36,7 @@ from gpuyard.controller.launch import (
     claim_addresses,
     host_network_refused,
     job_peers,
+    launch_logins,
     reserve_ports,
 )
 from gpuyard.controller.lifecycle import (
@@ -57,6 +58,7 @@ from gpuyard.controller.nodeops import (
 )
 from gpuyard.controller.prepull import MAX_JOBS, PLAN_INTERVAL_S, PrePuller, warm_targets
 from gpuyard.controller.runtimes import LearnedRuntimes
+from gpuyard.controller.sshkeys import with_ssh
 from gpuyard.controller.view import ViewBuilder
 from gpuyard.controller.webhooks import WebhookDispatcher, job_payload
 from gpuyard.engine import AgentUnreachable, Engine, NodeUnavailable
@@ -453,11 +455,13 @@ class Controller:
             peers = self._peers(job, bound, node_by_name, tenant)
             if peers is None:
                 continue
+            logins = launch_logins(self.store, job)
             for task in bound:
                 node = node_by_name[task.node]
                 launch = build_launch(
-                    job, self._spec(job), task, node, self.pids_limit, tenant, peers
+                    job, self._spec(job), task, node, self.pids_limit, tenant, peers, logins
                 )
+                launch = with_ssh(launch, self._spec(job), self.store.secrets)
                 launches.append((task, launch))
         if self.may_act():  # else the new leader finds them bound, never started: NodeLost
             self._start_all(launches)

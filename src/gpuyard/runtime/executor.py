@@ -59,6 +59,8 @@ from gpuyard.runtime.procwait import wait_pid_ready
 from gpuyard.runtime.pullwait import WaitingTasks
 from gpuyard.runtime.rootfs import HostRootfs, Rootfs, host_paths_from_env
 from gpuyard.runtime.seccompbpf import precompile_seccomp
+from gpuyard.runtime.sshd import prepare_ssh
+from gpuyard.runtime.sshkit import SshKit
 from gpuyard.runtime.taskdir import (
     TaskDir,
     check_key,
@@ -118,6 +120,7 @@ class ContainerRuntime:
         # each task's network namespace, address and rules (tasknet.py)
         self.network = TaskNetworks(self.state_root, self.tasks_dir, network or NetConfig.of())
         self.images = ImageStore(self.state_root)
+        self.sshkit = SshKit(self.state_root)  # sshd for ssh tasks (sshkit.py)
         self.waiting = WaitingTasks(  # tasks waiting for their image: pullwait.py
             self.tasks_dir, self.images, lambda td, launch: self._launch(td, launch, undo=False)
         )
@@ -188,6 +191,8 @@ class ContainerRuntime:
             write_hosts_files(td.path, launch)
         hosts = td.path if launch.peers else None
         config = build_config(launch, rootfs, td.work, hosts, pinned, self.cgroup_parent)
+        if launch.ssh is not None:  # sshd before the command (sshd.py)
+            prepare_ssh(config, td.path, launch, rootfs, self.sshkit.path())
         self.network.attach(config, launch, td.path)  # its own namespace, address and rules
         driver = apply_gpu_setup(config, launch.gpus, self.gpu_setup, host_root=not launch.image)
         precompile_seccomp(self.rt.name, config)  # crun loads it as is (seccompbpf.py)

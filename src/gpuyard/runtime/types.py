@@ -25,6 +25,21 @@ class TaskPeer:
 
 
 @dataclass(frozen=True, slots=True)
+class SshLaunch:
+    """sshd in a task (OpenPAI's ssh plugin; runtime/sshd.py). Keys are Ed25519 seeds, base64:
+    `host_seed` the job's host key, `job_seed` the job's user key (empty: the job's tasks do
+    not trust each other); `authorized_keys` the user's public keys. Secret as the env is:
+    launch.json is 0600 in the node's 0700 state dir, and the repr hides the seeds."""
+
+    host_seed: str = field(repr=False)
+    job_seed: str = field(default="", repr=False)
+    authorized_keys: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()  # the roles whose tasks run sshd (empty: all)
+    barrier_s: int = 0  # > 0: wait until every sshd of the job answers, at most this long
+    required: bool = True  # a sshd that does not start fails the task
+
+
+@dataclass(frozen=True, slots=True)
 class TaskLaunch:
     """Everything a node needs to run one task of one attempt of a job.
 
@@ -68,6 +83,7 @@ class TaskLaunch:
     # the login the node pulls `image` with (the job's, else its tenant's, for the image's
     # registry); None: no credentials at all, not even the node's (runtime/registryauth.py)
     image_login: RegistryLogin | None = None
+    ssh: SshLaunch | None = None  # sshd in the task (runtime/sshd.py)
 
 
 class TaskPhase(enum.StrEnum):

@@ -119,6 +119,36 @@ class TaskRoleSpec:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SshSpec:
+    """sshd in the job's tasks (OpenPAI's `ssh` runtime plugin; docs/openpai.md, *ssh*):
+    `job_keys` puts the job's own key pair in every task, so its tasks reach each other by
+    host name (`ssh worker-1`); `authorized_keys` are the user's public keys (one a line, no
+    options). `roles`: the roles that run sshd (empty: all). `barrier`: each task waits until
+    it reaches every task that runs sshd, at most `barrier_timeout_s`. `required`: a sshd that
+    does not start fails the task (OpenPAI's `failurePolicy: fail`)."""
+
+    job_keys: bool = True
+    authorized_keys: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()
+    barrier: bool = False
+    barrier_timeout_s: int = 1800
+    required: bool = True
+
+    def applies(self, role: str) -> bool:
+        return not self.roles or role in self.roles
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            "jobKeys": self.job_keys,
+            "authorizedKeys": list(self.authorized_keys),
+            "taskRoles": list(self.roles),
+            "barrier": self.barrier,
+            "barrierTimeout": self.barrier_timeout_s,
+            "failurePolicy": "fail" if self.required else "ignore",
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class JobSpec:
     """A validated job. `task_roles` keeps the spec's order: tasks are numbered in it."""
 
@@ -139,6 +169,7 @@ class JobSpec:
     after: After | None = None  # the jobs it waits for (spec/arrays.py, docs/spec.md)
     # prod | normal | opportunistic (docs/scheduler.md, Priority classes)
     priority_class: PriorityClass = PriorityClass.NORMAL
+    ssh: SshSpec | None = None  # sshd in its tasks (OpenPAI's ssh plugin)
 
     def __post_init__(self) -> None:
         # own copies, so that the caller's dicts cannot change this value later
@@ -163,7 +194,7 @@ class JobSpec:
         return sum(r.task_number * r.whole_gpus for r in self.task_roles.values())
 
     def to_document(self) -> dict[str, Any]:
-        """Our format, every field present (`after` and `priorityClass`
+        """Our format, every field present (`after`, `priorityClass` and `ssh`
         only when given);
         `parse_job_spec(doc) == self`."""
         after: dict[str, Any] = {"after": self.after.to_document()} if self.after else {}
@@ -183,4 +214,5 @@ class JobSpec:
             "hostNetwork": self.host_network,
             "taskRoles": {name: r.to_document() for name, r in self.task_roles.items()},
             **after,
+            **({"ssh": self.ssh.to_document()} if self.ssh else {}),
         }

@@ -8,7 +8,8 @@ A role's `completion.minFailedInstances / minSucceededInstances` become our
 triggered, as on OpenPAI), its `resourcePerInstance.ports` our `ports` (with an `ssh` and an
 `http` port, which OpenPAI reserves for every task), its commands one script with the active
 deployment's pre/post commands and the `cmd` hooks (openpai_script.py), its `dockerImage`
-its own image. Every field is honoured, refused, or accepted with a `FieldWarning`
+its own image, its `auth` a registry login (registryauth.py). Every field is
+honoured, refused, or accepted with a `FieldWarning`
 (docs/spec.md has the table); `convert_openpai` returns the warnings with the spec.
 """
 
@@ -24,9 +25,11 @@ from gpuyard.spec.notices import FieldWarning, Warnings
 from gpuyard.spec.openpai_deployments import Active, active_deployment, check_version
 from gpuyard.spec.openpai_extras import Extras, read_extras
 from gpuyard.spec.openpai_hooks import Scope, plugin_hooks, prerequisite_hooks
+from gpuyard.spec.openpai_plugins import plugin_fields
 from gpuyard.spec.openpai_script import entrypoint, script
 from gpuyard.spec.ours import parse_ours
 from gpuyard.spec.paienv import SHM_MIN_MB
+from gpuyard.spec.registryauth import check_auth
 from gpuyard.spec.templates import substitute
 
 JOB_KEYS = (
@@ -71,10 +74,6 @@ PREREQUISITE_TYPES = ("dockerimage", "data", "script", "output")
 PREREQUISITE_KEYS = (
     *("protocolVersion", "name", "type", "version", "contributor", "description", "uri"),
     *("plugin", "callbacks", "require", "failurePolicy", "auth"),
-)
-AUTH_WARNING = (
-    "registry credentials are not supported yet: the image is pulled without them"
-    " (a private image fails to pull)"
 )
 OPENPAI_PORTS = ("http", "ssh")  # OpenPAI reserves one of each for every task
 CONTAINER_OPTIONS = ("shmMB", "infiniband")
@@ -138,8 +137,6 @@ def _prerequisite_warnings(ctx: _Context, where: str, entry: dict[Any, Any]) -> 
     for key in entry:
         if key not in PREREQUISITE_KEYS:
             ctx.warns.add(join(where, key), "unknown prerequisite field: not used")
-    if entry.get("auth") is not None:
-        ctx.warns.add(join(where, "auth"), AUTH_WARNING)
 
 
 def _check_unique(errs: Errors, ctx: _Context, where: str, kind: object, name: str) -> None:
@@ -413,6 +410,7 @@ def _translate(errs: Errors, doc: dict[Any, Any], ctx: _Context) -> dict[str, An
         name: _translate_role(errs, ctx, name, role, doc) for name, role in roles.items()
     }
     _place_images(ours, images)
+    ours.update(plugin_fields(errs, ctx.warns, doc, ctx.paths))  # ssh, teamwise_storage
     return ours
 
 
@@ -426,6 +424,7 @@ def convert_openpai(doc: dict[Any, Any]) -> tuple[JobSpec, list[FieldWarning]]:
     _read_prerequisites(errs, doc, ctx)
     ctx.scope["parameters"] = _mapping(errs, ctx, doc, "parameters", "parameter names to values")
     ctx.scope["secrets"] = _mapping(errs, ctx, doc, "secrets", "secret names to values")
+    check_auth(errs, ctx.warns, doc, ctx.scope, ctx.broken)  # logins: checked, never in the spec
     ctx.extras = read_extras(errs, ctx.warns, doc)
     ctx.deployment = active_deployment(errs, ctx.warns, doc)
     ours = _translate(errs, doc, ctx)

@@ -9,8 +9,9 @@
   commands: [...]}]`: taskStarts commands run in the listed order before the role's commands,
   taskSucceeds ones in reverse order after them; `require: [names]` come first.
 
-Other plugins are accepted with a warning (`ssh`, `teamwise_storage`, `tensorboard`: not run
-yet; others: unknown). Commands may hold `<% $parameters.x %>` references like the role's.
+`ssh` becomes our `ssh` field (openpai_plugins.py); other plugins are accepted with a
+warning (`teamwise_storage`, `tensorboard`: not run yet; others: unknown). Commands may hold
+`<% $parameters.x %>` references like the role's.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ PLUGINS_PATH = f"extras.{PLUGINS_KEY}"
 CMD_PLUGIN = "cmd"
 CMD_PREREQUISITE_PLUGIN = "com.microsoft.pai.runtimeplugin.cmd"
 NOT_RUN_YET = {
-    "ssh": "the ssh plugin is not run yet: tasks get no sshd and no job keys",
     "teamwise_storage": "the teamwise_storage plugin is not run yet: no storage is mounted",
     "tensorboard": "the tensorboard plugin is not run yet: no TensorBoard is started",
 }
+CONVERTED = ("ssh",)  # our `ssh` (openpai_plugins.py)
 EVENTS = {"taskStarts": "before", "taskSucceeds": "after"}
 FAILURE_POLICIES = ("fail", "ignore")
 
@@ -85,7 +86,7 @@ def check_plugins(errs: Errors, warns: Warnings, value: object) -> list[tuple[in
             errs.add(where, f"must be a mapping with plugin (its name) and parameters{got(entry)}")
         elif name == CMD_PLUGIN:
             out.append((i, entry))
-        else:
+        elif name not in CONVERTED:
             message = NOT_RUN_YET.get(name, f"unknown plugin {name!r}: not run")
             warns.add(join(where, "plugin"), message)
     return out

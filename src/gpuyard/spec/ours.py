@@ -32,6 +32,7 @@ from gpuyard.spec.fields import (
     whole,
 )
 from gpuyard.spec.models import JobSpec, TaskRoleSpec
+from gpuyard.spec.runtimeplugins import check_ssh_roles, read_ssh
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +200,7 @@ JOB_TABLE: tuple[Row, ...] = (
     ("webhook", "webhook", read_webhook, None),
     ("hostNetwork", "host_network", read_flag, False),
     ("after", "after", read_after, None),
+    ("ssh", "ssh", read_ssh, None),
     ("taskRoles", "task_roles", read_roles, Required(_TASK_ROLES_WHAT)),
 )
 
@@ -207,5 +209,6 @@ def parse_ours(doc: dict[Any, Any], errs: Errors | None = None) -> JobSpec:
     """Validate a document in our format; raise `SpecError` listing every problem."""
     errs = errs if errs is not None else Errors()
     fields = read_fields(errs, doc, "", JOB_TABLE)
+    check_ssh_roles(errs, fields.get("ssh"), fields.get("task_roles"))
     errs.raise_if_any()
     return JobSpec(**fields)

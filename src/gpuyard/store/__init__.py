@@ -38,6 +38,7 @@ from gpuyard.store.nodes import (
 )
 from gpuyard.store.notify import MailSettings, NotifyPrefs, NotifyRepo, NotifyWhen
 from gpuyard.store.records import EventRecord, JobRecord, Pending, TaskRecord
+from gpuyard.store.registries import RegistryEntry, RegistryRepo
 from gpuyard.store.secrets import SecretBox
 from gpuyard.store.tenants import (
     TenantExists,
@@ -73,6 +74,7 @@ class Store:
     accounting: AccountingRepo  # the usage roll-up (store/rollup.py, docs/accounting.md)
     notify: NotifyRepo  # e-mail notifications: users' addresses, the SMTP relay
     arrays: ArrayRepo  # batch submissions, job arrays, what dependencies read (arrays.py)
+    registries: RegistryRepo  # tenants' registry credentials, passwords sealed
 
     def close(self) -> None:
         self.engine.dispose()
@@ -107,10 +109,13 @@ def open_store(
         AccountingRepo(sessions),
         NotifyRepo(sessions, clk, secrets),
         ArrayRepo(sessions, clk, secrets),
+        registries=RegistryRepo(sessions, clk, secrets),
     )
 
 
 __all__ = [
+    "RegistryEntry",
+    "RegistryRepo",
     "ArrayChild",
     "ArrayRecord",
     "ArrayRepo",

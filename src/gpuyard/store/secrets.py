@@ -14,6 +14,8 @@ replaced) reads as `UNREADABLE`, logged, never an exception in every reader.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import os
 from collections.abc import Callable
@@ -65,6 +67,7 @@ class SecretBox:
 
     def __init__(self, key: bytes) -> None:
         self._fernet = Fernet(key)
+        self._key = key
         self._opened: dict[str, str] = {}  # token → text: a job's spec is read often
 
     @classmethod
@@ -72,6 +75,11 @@ class SecretBox:
         """The box of `data_dir`'s key; without a data dir, a key that lives in memory only
         (a store opened by URL alone: its secrets do not outlive the process)."""
         return cls(load_key(data_dir) if data_dir is not None else Fernet.generate_key())
+
+    def derive(self, label: str) -> bytes:
+        """32 bytes for `label` from this key (HMAC-SHA256): the same for one key and label on
+        every call and server, unrelated across labels (a job's ssh keys: controller/sshkeys.py)."""
+        return hmac.new(self._key, label.encode(), hashlib.sha256).digest()
 
     def seal(self, doc: Any) -> Any:
         return map_marked(doc, SECRET, self._encrypt, SEALED)

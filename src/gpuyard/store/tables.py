@@ -251,3 +251,20 @@ class MailSettingsRow(Base):
     password_sealed: Mapped[str | None] = mapped_column(Text)
     updated_at: Mapped[float] = mapped_column(Float)
     updated_by: Mapped[str | None] = mapped_column(String(64))
+
+
+class RegistryCredentialRow(Base):
+    """A tenant's login to a container registry (store/registries.py): set by a platform
+    admin, its password sealed with the store's secrets key, read only to launch tasks."""
+
+    __tablename__ = "registry_credentials"
+
+    tenant: Mapped[str] = mapped_column(
+        ForeignKey("tenants.name", ondelete="CASCADE"), primary_key=True
+    )
+    # host[:port]; not `registry`, which SQLAlchemy keeps for the declarative class
+    registry_host: Mapped[str] = mapped_column("registry", String(253), primary_key=True)
+    username: Mapped[str] = mapped_column(String(254))
+    password_sealed: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[float] = mapped_column(Float)
+    updated_by: Mapped[str | None] = mapped_column(String(64))

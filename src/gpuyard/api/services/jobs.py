@@ -39,6 +39,7 @@ from gpuyard.controller.launch import host_network_refused
 from gpuyard.model import JobState
 from gpuyard.spec import FieldError, JobSpec, LoadedJob, SpecError, load_job
 from gpuyard.spec.original import mark_secrets, unmark
+from gpuyard.spec.registryauth import redact_auth
 from gpuyard.store import JobNotFound, JobRecord, NewJob, TaskRecord, UserRecord
 from gpuyard.store.secrets import SECRET, map_marked
 
@@ -121,7 +122,8 @@ def original_document(job: JobRecord, caller: UserRecord) -> dict[str, Any]:
     our spec; secrets in clear only for whoever may read them (`visible_spec`)."""
     if job.original is None:
         return {"format": "gpuyard", "document": visible_spec(job, caller)}
-    document = unmark(job.original, reveal=can_read_secrets(caller, job))
+    # registry credentials for no one, the owner included (docs/security.md, Secrets)
+    document = redact_auth(unmark(job.original, can_read_secrets(caller, job)), REDACTED)
     return {"format": "openpai", "document": document}
 
 
