@@ -3,7 +3,8 @@
 `gpuyard submit FILE` (without `--wait`) and `gpuyard jobs` go to their fast modules,
 `gpuyard.cli.fastsubmit` and `gpuyard.cli.fastjobs`, and `submit --tenant` to
 `gpuyard.cli.fasttenant` (standard library only, and PyYAML for `--tenant`: tens of
-milliseconds a call); everything else, `--help` included, goes
+milliseconds a call); `exec` and `port-forward` to `gpuyard.cli.fastexec` (with wsproto),
+help included; everything else, `--help` included, goes
 to the full typer command line, `gpuyard.cli.full`, which in turn imports the server, image
 and simulator commands only when one of them runs. The module is picked by name and imported
 with importlib, so starting `gpuyard` imports neither path until it knows which it needs
@@ -19,6 +20,9 @@ FULL = "gpuyard.cli.full"
 FAST = {"submit": "gpuyard.cli.fastsubmit", "jobs": "gpuyard.cli.fastjobs"}
 #: a fast command with this option has a module of its own (`submit --tenant` reads YAML)
 FAST_WITH_OPTION = {("submit", "--tenant"): "gpuyard.cli.fasttenant"}
+#: commands whose module answers everything, its own `--help` included; what follows `--`
+#: is the task's command, never gpuyard's options (`gpuyard.cli.fastexec`: docs/exec.md)
+OWN_PARSER = {"exec": "gpuyard.cli.fastexec", "port-forward": "gpuyard.cli.fastexec"}
 #: options of the fast commands that only the full command line has
 FULL_ONLY_OPTIONS = frozenset({"--wait", "--help", "-h"})
 GLOBAL_OPTIONS_WITH_VALUE = frozenset({"--url"})
@@ -42,6 +46,8 @@ def command_of(argv: list[str]) -> str | None:
 def route(argv: list[str]) -> str:
     """Which module runs this command line."""
     command = command_of(argv) or ""
+    if command in OWN_PARSER:
+        return OWN_PARSER[command]
     if command not in FAST or FULL_ONLY_OPTIONS.intersection(argv):
         return FULL
     options = {arg.split("=", 1)[0] for arg in argv if arg.startswith("--")}

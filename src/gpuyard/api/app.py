@@ -39,9 +39,12 @@ from gpuyard.api.routers import (
     web_arrays,
     web_usage,
 )
+from gpuyard.api.routers import services as web_services
 from gpuyard.api.routers.leader import router as leader_router
 from gpuyard.api.routers.metrics import install_metrics
+from gpuyard.api.routers.sessions import router as sessions_router
 from gpuyard.api.services.logstreams import LogStreams
+from gpuyard.api.services.sessions import SessionHub
 from gpuyard.controller import Controller
 from gpuyard.controller.webhookguard import private_webhooks_of
 from gpuyard.spec import SpecError
@@ -68,6 +71,10 @@ def create_app(controller: Controller) -> FastAPI:
     app.include_router(arrays.router)  # job arrays and POST /api/v1/jobs:batch
     app.include_router(registries.router)  # tenants' registry credentials (admins)
     install_metrics(app, controller)  # GET /metrics: the scrape token or an admin's
+    app.state.sessions = SessionHub(controller)  # exec, port-forward, services (docs/exec.md)
+    app.include_router(sessions_router)
+    app.include_router(web_services.api)  # a job's web services (docs/services.md)
+    app.include_router(web_services.portal)
     app.include_router(web.router)  # the portal's pages (docs/portal.md)
     app.include_router(web_usage.router)  # the portal's Usage page (docs/accounting.md)
     app.include_router(web_arrays.router)  # the portal's job array page

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
+from starlette.requests import HTTPConnection
 
 from gpuyard.api.deps import get_controller
 from gpuyard.store import UserRecord
@@ -37,7 +38,7 @@ class Unauthenticated(Exception):
         )
 
 
-def bearer_token(request: Request) -> str:
+def bearer_token(request: HTTPConnection) -> str:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if not header:
@@ -53,8 +54,9 @@ def current_user(request: Request) -> UserRecord:
     return user_for_token(request, bearer_token(request))
 
 
-def user_for_token(request: Request, secret: str) -> UserRecord:
-    """The user whose live token `secret` is: the one check of the API and the portal."""
+def user_for_token(request: HTTPConnection, secret: str) -> UserRecord:
+    """The user whose live token `secret` is: the one check of the API, its WebSockets and
+    the portal."""
     store = get_controller(request).store
     token, why = store.tokens.check(secret)
     if token is None:

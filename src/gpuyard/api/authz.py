@@ -8,8 +8,8 @@ jobs of the tenant. A platform admin may do everything. A job of a tenant the ca
 role in is *invisible*: it answers 404 exactly like a job that does not exist, so job ids do
 not leak across tenants. A visible job the caller may not act on answers 403.
 
-| role in the job's tenant | see (get, list, events) | logs, secrets  | cancel, hold,  | submit |
-|                          |                         |                | priority       |        |
+| role in the job's tenant | see (get, list, events) | logs, secrets, | cancel, hold,  | submit |
+|                          |                         | exec, services | priority       |        |
 |--------------------------|-------------------------|----------------|----------------|--------|
 | platform admin           | all jobs                | all jobs       | all jobs       | yes    |
 | tenant-admin             | all jobs                | all jobs       | all jobs       | yes    |
@@ -67,6 +67,8 @@ class JobAction(enum.StrEnum):
     SECRETS = "read the secret values of"
     HOLD = "hold or release"
     PRIORITY = "change the priority of"
+    EXEC = "exec in, or forward a port of,"
+    SERVICES = "open the web services of"
 
 
 ALL = frozenset(JobAction)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends
+from starlette.requests import HTTPConnection
 
 from gpuyard.controller import Controller
 
 
-def get_controller(request: Request) -> Controller:
+def get_controller(request: HTTPConnection) -> Controller:
     return request.app.state.controller
 
 

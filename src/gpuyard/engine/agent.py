@@ -14,6 +14,7 @@ from gpuyard.model import GpuDevice, Node
 from gpuyard.runtime.executor import ContainerRuntime
 from gpuyard.runtime.gpustats import NvmlSampler
 from gpuyard.runtime.nodereadings import NodeReader, NodeReadings
+from gpuyard.runtime.streams import NodeStreams, streams_for
 from gpuyard.runtime.types import TaskLaunch, TaskStatus
 
 GpuHealth = Callable[[tuple[GpuDevice, ...]], tuple[GpuDevice, ...]]
@@ -77,16 +78,20 @@ class NodeAgent:
     def release(self, key: str) -> None:
         self._runtime.remove(key)
 
-    def image_op(self, op: str, *args: Any) -> Any:
-        """An operation on this node's image store (`nodeimages.node_image_op`)."""
-        return node_image_op(self._runtime, op, *args)
-
     def readings(self) -> NodeReadings:
         """This node's GPUs (its NVML) and its tasks' CPU and memory (their cgroups), now."""
         return self._reader.read()
 
+    def image_op(self, op: str, *args: Any) -> Any:
+        """An operation on this node's image store (`nodeimages.node_image_op`)."""
+        return node_image_op(self._runtime, op, *args)
+
     def keys(self) -> list[str]:
         return self._runtime.keys()
+
+    def streams(self) -> NodeStreams:
+        """Exec sessions and port connections into this node's tasks (`runtime/streams.py`)."""
+        return streams_for(self._runtime.tasks_dir)
 
     def watch(self, on_change: Callable[[], None]) -> None:
         self._runtime.watch(on_change)

@@ -14,6 +14,25 @@ from gpuyard.runtime.nodereadings import NodeReadings
 from gpuyard.runtime.types import TaskLaunch, TaskStatus
 
 
+class TaskStreams(Protocol):
+    """A node's exec sessions and port connections into its running tasks, by id
+    (`runtime/streams.py` has the frames `read` returns and the errors)."""
+
+    def open_exec(self, key: str, args: list[str], tty: bool, rows: int, cols: int) -> str: ...
+
+    def open_port(self, key: str, port: int) -> str: ...
+
+    def read(self, sid: str, wait_s: float) -> list[tuple[int, bytes]]: ...
+
+    def write(self, sid: str, data: bytes) -> None: ...
+
+    def close_input(self, sid: str) -> None: ...
+
+    def resize(self, sid: str, rows: int, cols: int) -> None: ...
+
+    def close(self, sid: str) -> None: ...
+
+
 class NodeUnavailable(RuntimeError):
     """The node is gone: its tasks are lost."""
 
@@ -51,6 +70,10 @@ class Engine(Protocol):
 
     def log_size(self, node: str, key: str) -> int:
         """The log's length in bytes, so that a follow after a tail starts at its end."""
+        ...
+
+    def streams(self, node: str) -> TaskStreams:
+        """`node`'s exec and port streams (`gpuyard exec`, `port-forward`, web services)."""
         ...
 
     def release(self, node: str, key: str) -> None: ...

@@ -9,6 +9,7 @@ from gpuyard.engine.agent import NodeAgent
 from gpuyard.engine.base import NodeUnavailable
 from gpuyard.model import Node
 from gpuyard.runtime.nodereadings import NodeReadings
+from gpuyard.runtime.streams import NodeStreams
 from gpuyard.runtime.types import TaskLaunch, TaskPhase, TaskStatus
 
 
@@ -56,8 +57,15 @@ class LocalEngine:
     def log_size(self, node: str, key: str) -> int:
         return self._on(node).log_size(key)
 
+    def streams(self, node: str) -> NodeStreams:
+        return self._on(node).streams()
+
     def release(self, node: str, key: str) -> None:
         self._on(node).release(key)
+
+    def readings(self, timeout_s: float) -> dict[str, NodeReadings | None]:
+        """The one node's readings, read in this process (no wait to bound)."""
+        return {self._agent.name: self._agent.readings()}
 
     def node_names(self) -> list[str]:
         return [self._agent.name]
@@ -65,10 +73,6 @@ class LocalEngine:
     def image_op(self, node: str, op: str, *args: Any) -> Any:
         """An operation on the node's image store (`engine/nodeimages.py`)."""
         return self._on(node).image_op(op, *args)
-
-    def readings(self, timeout_s: float) -> dict[str, NodeReadings | None]:
-        """The one node's readings, read in this process (no wait to bound)."""
-        return {self._agent.name: self._agent.readings()}
 
     def watch(self, on_change: Callable[[], None]) -> None:
         self._agent.watch(on_change)

@@ -36,6 +36,7 @@ from gpuyard.engine.base import AgentUnreachable, NodeUnavailable
 from gpuyard.engine.nodemetrics import gather_readings
 from gpuyard.engine.rayagent import AgentActor
 from gpuyard.engine.raynodes import RayNode, live_nodes
+from gpuyard.engine.raystreams import RayNodeStreams, RayStreamsBook
 from gpuyard.engine.subnets import DEFAULT_NETWORK, SubnetBook
 from gpuyard.model import Node
 from gpuyard.runtime.nodereadings import NodeReadings
@@ -116,6 +117,7 @@ class RayEngine:
         self._subnets = SubnetBook(Path(config.node_root) / "subnets.json", config.task_network)
         self._cluster: list[tuple[str, str]] = []  # what the agents were last told (set_cluster)
         self._on_change: Callable[[], None] | None = None
+        self._streams = RayStreamsBook(NAMESPACE, config.node_root)
         self._halt = threading.Event()
         self.refresh()
         self._thread = threading.Thread(target=self._run, name="gpuyard-ray", daemon=True)
@@ -338,6 +340,10 @@ class RayEngine:
 
     def log_size(self, node: str, key: str) -> int:
         return self._call(node, "log_size", key)
+
+    def streams(self, node: str) -> RayNodeStreams:
+        """The node's exec and port streams, served by an actor of their own (raystreams.py)."""
+        return self._streams.of(node, self._member(node).node_id)
 
     def release(self, node: str, key: str) -> None:
         self._call(node, "release", key)

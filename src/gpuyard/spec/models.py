@@ -148,6 +148,25 @@ class SshSpec:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class ServiceSpec:
+    """A web endpoint of the job (`services: {notebook: 8888}`) that the platform proxies at
+    `/jobs/ID/services/NAME/` for whoever may open it (docs/services.md). `task` is the task
+    that serves it, `role/index`; None: the first role's task 0. `strip_prefix`: the app is
+    asked for the path below the prefix (false: the whole path, for apps given a base URL)."""
+
+    name: str
+    port: int
+    task: str | None = None
+    strip_prefix: bool = True
+
+    def to_document(self) -> int | dict[str, Any]:
+        if self.task is None and self.strip_prefix:
+            return self.port
+        out: dict[str, Any] = {"port": self.port, "stripPrefix": self.strip_prefix}
+        return out | ({"task": self.task} if self.task else {})
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobSpec:
     """A validated job. `task_roles` keeps the spec's order: tasks are numbered in it."""
@@ -170,6 +189,7 @@ class JobSpec:
     # prod | normal | opportunistic (docs/scheduler.md, Priority classes)
     priority_class: PriorityClass = PriorityClass.NORMAL
     ssh: SshSpec | None = None  # sshd in its tasks (OpenPAI's ssh plugin)
+    services: tuple[ServiceSpec, ...] = ()  # web endpoints proxied by the platform
 
     def __post_init__(self) -> None:
         # own copies, so that the caller's dicts cannot change this value later
@@ -183,6 +203,13 @@ class JobSpec:
         """The image `role`'s tasks run: its own, else the job's (None: the host's root fs)."""
         return self.task_roles[role].image or self.image
 
+    def service(self, name: str) -> ServiceSpec | None:
+        return next((s for s in self.services if s.name == name), None)
+
+    def service_task(self, service: ServiceSpec) -> str:
+        """The task that serves `service`: its own, else the first role's task 0."""
+        return service.task or f"{next(iter(self.task_roles))}/0"
+
     @property
     def task_count(self) -> int:
         """Tasks in all roles together."""
@@ -194,7 +221,7 @@ class JobSpec:
         return sum(r.task_number * r.whole_gpus for r in self.task_roles.values())
 
     def to_document(self) -> dict[str, Any]:
-        """Our format, every field present (`after`, `priorityClass` and `ssh`
+        """Our format, every field present (`after`, `priorityClass`, `ssh` and `services`
         only when given);
         `parse_job_spec(doc) == self`."""
         after: dict[str, Any] = {"after": self.after.to_document()} if self.after else {}
@@ -215,4 +242,6 @@ class JobSpec:
             "taskRoles": {name: r.to_document() for name, r in self.task_roles.items()},
             **after,
             **({"ssh": self.ssh.to_document()} if self.ssh else {}),
+            **({"services": {s.name: s.to_document() for s in self.services}}
+               if self.services else {}),
         }

@@ -33,6 +33,7 @@ from gpuyard.spec.fields import (
 )
 from gpuyard.spec.models import JobSpec, TaskRoleSpec
 from gpuyard.spec.runtimeplugins import check_ssh_roles, read_ssh
+from gpuyard.spec.services import check_service_tasks, read_services
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +202,7 @@ JOB_TABLE: tuple[Row, ...] = (
     ("hostNetwork", "host_network", read_flag, False),
     ("after", "after", read_after, None),
     ("ssh", "ssh", read_ssh, None),
+    ("services", "services", read_services, ()),
     ("taskRoles", "task_roles", read_roles, Required(_TASK_ROLES_WHAT)),
 )
 
@@ -210,5 +212,6 @@ def parse_ours(doc: dict[Any, Any], errs: Errors | None = None) -> JobSpec:
     errs = errs if errs is not None else Errors()
     fields = read_fields(errs, doc, "", JOB_TABLE)
     check_ssh_roles(errs, fields.get("ssh"), fields.get("task_roles"))
+    check_service_tasks(errs, fields.get("services"), fields.get("task_roles"))
     errs.raise_if_any()
     return JobSpec(**fields)

@@ -47,6 +47,7 @@ from gpuyard.api.services.gpucharts import gpu_charts
 from gpuyard.api.services.images import node_images
 from gpuyard.api.services.nodes import node_list
 from gpuyard.api.services.queue import queue_view
+from gpuyard.api.services.webproxy import job_services, service_task
 from gpuyard.model import JobState
 from gpuyard.spec import SpecError
 from gpuyard.spec.limits import PRIORITY
@@ -327,6 +328,8 @@ def _job_context(ctl: ControllerDep, session: Session, job_id: str) -> dict[str,
         "can_logs": JobAction.LOGS in allowed,
         "can_cancel": JobAction.CANCEL in allowed,
         "final": record.state.is_final,
+        "services": [(s, service_task(record, s)) for s in job_services(record)],
+        "can_services": JobAction.SERVICES in allowed and record.state == JobState.RUNNING,
     }
 
 

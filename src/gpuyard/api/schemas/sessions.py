@@ -1,0 +1,38 @@
+"""The first message of an exec or port-forward WebSocket (`api/routers/sessions.py`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, StrictBool, StrictInt, StrictStr
+
+from gpuyard.api.schemas.jobcontrol import In
+
+TASK_PATTERN = r"^[A-Za-z][A-Za-z0-9_]*/\d+$"
+MAX_ARG = 32 << 10
+MAX_ARGS = 1024
+
+Task = Annotated[StrictStr | None, Field(pattern=TASK_PATTERN)]
+
+
+class ExecIn(In):
+    """`command`: the program and its arguments (no shell around it); `tty`: a terminal of
+    `rows` × `cols`; `task`: `role/index` (default: the job's first task)."""
+
+    command: Annotated[
+        list[Annotated[StrictStr, Field(max_length=MAX_ARG)]],
+        Field(min_length=1, max_length=MAX_ARGS),
+    ]
+    task: Task = None
+    tty: StrictBool = False
+    rows: Annotated[StrictInt, Field(ge=1, le=9999)] = 24
+    cols: Annotated[StrictInt, Field(ge=1, le=9999)] = 80
+
+
+class PortIn(In):
+    """`port`: a TCP port on the task's own loopback; `session`: the client's name for one
+    `port-forward` run, so that its many connections are one event on the job."""
+
+    port: Annotated[StrictInt, Field(ge=1, le=65535)]
+    task: Task = None
+    session: Annotated[StrictStr | None, Field(max_length=64)] = None
