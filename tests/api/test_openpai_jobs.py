@@ -7,6 +7,7 @@ import json
 import pytest
 
 from gpuyard.spec.notices import EVENT_REASON
+from gpuyard.spec.registryauth import job_logins
 
 TOKEN = "pai-token-of-alice"
 PASSWORD = "registry-password-of-alice"
@@ -95,3 +96,17 @@ def test_a_job_in_our_format_gives_its_spec(shared_world):
 def test_someone_outside_the_tenant_gets_no_original(shared_world, job_id):
     r = shared_world.call("bob", "GET", f"/api/v1/jobs/{job_id}/original")
     assert r.status_code in (403, 404), r.text
+
+
+def test_the_owner_resubmits_with_the_stored_login_and_no_one_else_may(shared_world, job_id):
+    """Resubmit carries the registry login forward for its owner only: a tenant admin, who may
+    read the job's other secrets, would otherwise pull with alice's login."""
+    r = shared_world.call("alice", "POST", f"/api/v1/jobs/{job_id}/resubmit")
+    assert r.status_code == 201, r.text
+    again = shared_world.store.jobs.get(r.json()["id"])
+    (login,) = job_logins(again.original)
+    assert (login.registry, login.username, login.password) == ("docker.io", "alice", PASSWORD)
+    for who in ("redboss", "root"):
+        refused = shared_world.call(who, "POST", f"/api/v1/jobs/{job_id}/resubmit")
+        assert refused.status_code == 403, refused.text
+        assert "registry login" in refused.json()["detail"] and PASSWORD not in refused.text

@@ -1,4 +1,5 @@
-"""`gpuyard admin …`: tenants, users, members, tokens and nodes (platform and tenant admins).
+"""`gpuyard admin …`: tenants, users, members, tokens, nodes and registry logins (platform and
+tenant admins).
 
     gpuyard admin tenant create vision --gpus A100-80GB:8 --borrowing-limit 4 \\
         --weight 2 --policy las --storage-root /mnt/nfs/vision
@@ -8,6 +9,8 @@
     gpuyard admin token create alice --name laptop
     gpuyard admin member add vision bob --role tenant-admin
     gpuyard admin node drain gpu-7 --deadline 2h   (admin_nodes.py)
+    gpuyard admin registry set vision registry.lan:5000 -u bot --password-stdin
+                                                   (admin_registries.py)
 
 Tenant options map to the tenant's fields (docs/api.md); `--set FIELD=VALUE` sets any other
 field by its API name (the value is read as JSON when it parses, else as a string).
@@ -23,6 +26,7 @@ from rich.text import Text
 
 from gpuyard.cli.admin_leader import leader
 from gpuyard.cli.admin_nodes import node_app
+from gpuyard.cli.admin_registries import registry_app
 from gpuyard.cli.basics import print_json
 from gpuyard.cli.notify import mail_app
 from gpuyard.cli.render_admin import (
@@ -36,7 +40,8 @@ from gpuyard.cli.session import Output, api_errors, session_of
 TENANT_ROLES = ("tenant-admin", "member", "viewer")
 
 admin_app = typer.Typer(
-    help="Administer tenants, users, members, tokens and nodes.", no_args_is_help=True
+    help="Administer tenants, users, members, tokens, nodes and registry logins.",
+    no_args_is_help=True,
 )
 tenant_app = typer.Typer(help="Create, update and list tenants.", no_args_is_help=True)
 user_app = typer.Typer(help="Create and list users.", no_args_is_help=True)
@@ -47,6 +52,7 @@ admin_app.add_typer(user_app, name="user")
 admin_app.add_typer(token_app, name="token")
 admin_app.add_typer(member_app, name="member")
 admin_app.add_typer(node_app, name="node")
+admin_app.add_typer(registry_app, name="registry")  # tenants' registry logins
 admin_app.add_typer(mail_app, name="mail")  # the SMTP relay (gpuyard.cli.notify)
 admin_app.command("leader")(leader)  # which server leads (admin_leader.py, docs/ha.md)
 

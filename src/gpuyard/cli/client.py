@@ -273,6 +273,22 @@ class ApiClient:
         """DELETE /api/v1/tenants/{tenant}/members/{user}."""
         self._request("DELETE", f"{API}/tenants/{tenant}/members/{user}")
 
+    def registries(self, tenant: str) -> dict[str, Any]:
+        """GET /api/v1/tenants/{tenant}/registries → `{"registries": [{"registry",
+        "username", "updatedAt", "updatedBy"}]}`, never a password."""
+        return self._json("GET", f"{API}/tenants/{quote(tenant, safe='')}/registries")
+
+    def set_registry(self, tenant: str, registry: str, body: dict[str, Any]) -> dict[str, Any]:
+        """PUT /api/v1/tenants/{tenant}/registries/{registry} with `{"username", "password"}`
+        or `{"token"}` → the entry as listed."""
+        path = f"{API}/tenants/{quote(tenant, safe='')}/registries/{quote(registry, safe='')}"
+        return self._json("PUT", path, json=body)
+
+    def remove_registry(self, tenant: str, registry: str) -> None:
+        """DELETE /api/v1/tenants/{tenant}/registries/{registry}."""
+        path = f"{API}/tenants/{quote(tenant, safe='')}/registries/{quote(registry, safe='')}"
+        self._request("DELETE", path)
+
     # -- the nodes' images (platform admins) --------------------------------------------
 
     def images(self, nodes: list[str] | None = None) -> dict[str, Any]:

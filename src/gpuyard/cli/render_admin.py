@@ -1,5 +1,5 @@
-"""Rich rendering of who-am-I, tenants, users, members and new tokens (plain dicts in,
-camelCase keys as in docs/api.md; missing keys render as "-")."""
+"""Rich rendering of who-am-I, tenants, users, members, registry logins and new tokens (plain
+dicts in, camelCase keys as in docs/api.md; missing keys render as "-")."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpuyard.cli.render import NONE, plain
+from gpuyard.cli.render import NONE, plain, when_summary
 
 
 def memberships_text(memberships: list[dict[str, Any]] | None) -> Text:
@@ -79,6 +79,24 @@ def render_members(console: Console, tenant: str, members: list[dict[str, Any]])
     table.add_column("ROLE")
     for m in members:
         table.add_row(plain(m.get("user")), plain(m.get("role")))
+    console.print(table)
+
+
+def render_registries(console: Console, tenant: str, entries: list[dict[str, Any]]) -> None:
+    """A tenant's registry logins: host, username, when and by whom set (never a secret)."""
+    if not entries:
+        console.print(f"tenant {tenant} has no registry logins", style="dim")
+        return
+    table = Table(header_style="bold")
+    for name in ("REGISTRY", "USERNAME", "UPDATED", "BY"):
+        table.add_column(name)
+    for e in entries:
+        table.add_row(
+            plain(e.get("registry")),
+            plain(e.get("username")),
+            Text(when_summary(e.get("updatedAt"))),
+            plain(e.get("updatedBy")),
+        )
     console.print(table)
 
 

@@ -34,6 +34,7 @@ from gpuyard.controller.loop import held_pending
 from gpuyard.model import JobState
 from gpuyard.spec.fields import as_seconds
 from gpuyard.spec.original import unmark
+from gpuyard.spec.registryauth import redact_auth
 from gpuyard.store import JobAlreadyEnded, JobFilter, JobNotQueued, JobRecord, UserRecord
 
 ACTIVE = (JobState.QUEUED, JobState.SCHEDULED, JobState.RUNNING)
@@ -229,10 +230,16 @@ def resubmit(
     """Submit the job's original document again as the caller, with `sets` applied (dotted
     paths); the caller needs the submit right to the tenant the document names."""
     document = _full_document(job)
-    if document != job_svc.original_document(job, caller)["document"]:
+    logins_hidden = redact_auth(document, job_svc.REDACTED)  # hidden from all (security.md)
+    if logins_hidden != job_svc.original_document(job, caller)["document"]:
         raise Forbidden(
             f"job {job.id}'s spec holds secret values that {caller.name} may not read; only "
             f"its owner, a tenant admin of {job.tenant} or a platform admin may resubmit it"
+        )
+    if logins_hidden != document and caller.name != job.owner:
+        raise Forbidden(
+            f"job {job.id}'s spec holds {job.owner}'s registry login (prerequisites[].auth), "
+            f"which only its owner may submit again; submit the document with your own login"
         )
     document = apply_sets(copy.deepcopy(document), sets)
     loaded = job_svc.read_job(ctl, json.dumps(document).encode(), "application/json")
