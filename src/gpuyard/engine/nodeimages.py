@@ -7,6 +7,10 @@ with its own budget. The engines pass `image_op(node, op, *args)` through (`Loca
 `RayEngine`); `ClusterImages` fans one operation out to the named nodes or to all of them, in
 parallel, each node's answer or failure apart, so a slow or lost node delays nobody's answer
 by more than its call's timeout.
+
+Access: an image imported through here is shared with every tenant by the platform admin's act
+(`admin`), a warm pulls anonymously (`public`), and neither ever makes a private image (pulled
+with a task's registry login) usable by another task: runtime/imageaccess.py.
 """
 
 from __future__ import annotations

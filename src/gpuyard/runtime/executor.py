@@ -78,6 +78,7 @@ SPAWN_TIMEOUT_S = 30.0
 ORPHAN_AFTER_S = 60.0  # a task dir without a supervisor pid this old: the spawn was lost
 MAX_LOG_READ = 8 << 20
 TAIL_READ = 1 << 20
+FETCH_VERBS = {"pull": "pulling", "unpack": "unpacking", "verify": "checking registry access to"}
 
 
 class ContainerRuntime:
@@ -157,7 +158,7 @@ class ContainerRuntime:
                 return self._host_rootfs.prepare(), None
         if td is None:
             raise RuntimeStartError("an image root needs the task's state dir")
-        image = self.images.resolve(launch.image)
+        image = self.images.resolve(launch.image, login=launch.image_login)  # checked: private
         root = overlay_root(image.lower, td.path, image.config, quota_mb(launch))
         return root, image.digest
 
@@ -225,17 +226,19 @@ class ContainerRuntime:
     def start(self, launch: TaskLaunch) -> str | None:
         """Write the task dir and bundle, spawn the supervisor; does not wait for the task.
 
-        An image that is not ready (not pulled, or not unpacked) is fetched in the background:
-        the task waits for it STARTING (`pullwait.py`) and `start` returns at once. Returns
-        what the start found of the task's image: `image present` (launched now), `pulling
-        image X` / `unpacking image X` (it waits); None for a task on the host's root.
+        An image that is not ready (not pulled, or not unpacked, or private here and the
+        task's login not checked at its registry lately: imageaccess.py) is fetched in the
+        background: the task waits for it STARTING (`pullwait.py`) and `start` returns at once.
+        Returns what the start found of the task's image: `image present` (launched now),
+        `pulling image X` / `unpacking image X` / `checking registry access to image X` (it
+        waits); None for a task on the host's root.
         """
         try:
             td = self.task_dir(launch.key)
         except ValueError as e:
             raise RuntimeStartError(str(e)) from e
         self._check(launch)
-        fetch = self.images.fetch_needed(launch.image) if launch.image else None
+        fetch = self.images.task_needs(launch.image, launch.image_login) if launch.image else None
         try:
             td.path.mkdir()  # claims the key, also against a concurrent start
         except FileExistsError:
@@ -243,7 +246,7 @@ class ContainerRuntime:
         if fetch is None:
             self._launch(td, launch)
             return "image present" if launch.image else None
-        verb = "pulling" if fetch == "pull" else "unpacking"
+        verb = FETCH_VERBS[fetch]
         try:
             self.waiting.defer(td, launch, verb)
         except OSError as e:

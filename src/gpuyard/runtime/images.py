@@ -3,8 +3,8 @@
     oci/                one OCI image layout (skopeo/umoci); each name is a ref in it
     unpacked/<hex>/     `umoci unpack` of one manifest digest: rootfs/ (the shared, never
                         written lower dir of every task on that image) + image.json (its config)
-    index.json          {"images": {NAME:TAG: {digest, ref, source, importedAt, lastUsed}},
-                         "sizes": {digest: unpacked bytes}}
+    index.json          {"images": {NAME:TAG: {digest, ref, source, importedAt, lastUsed,
+                         blobBytes, access, sourceDigest}}, "sizes": {digest: unpacked bytes}}
     locks/              flock files: `index` (short), `layout` (shared to unpack, exclusive to
                         write), `<hex>` (one unpack per digest, even across processes)
     tmp/                unpacks in progress; `pull-*/`: a pull's own layout until it is merged
@@ -12,6 +12,10 @@
 An image is unpacked once, on first use; every later task mounts an overlay over it. A task
 uses its image while its task dir exists (`task.json` names the digest); such an image is never
 removed, by `remove` or by the LRU garbage collection that keeps the store within its budget.
+
+Each image says how it came (`access`: public, admin or private): a task may use a private one,
+pulled with some task's registry login, only once the registry has let the task's own login
+read it (imageaccess.py: `task_needs` says `verify`, `resolve` asks the registry).
 """
 
 from __future__ import annotations
@@ -33,6 +37,18 @@ from typing import Any
 from gpuyard.model.registries import RegistryLogin, image_registry
 from gpuyard.runtime import imagetools as tools
 from gpuyard.runtime.errors import ImageError
+from gpuyard.runtime.imageaccess import (
+    ADMIN,
+    PRIVATE,
+    PUBLIC,
+    START_MARGIN_S,
+    VerifiedLogins,
+    access_of,
+    pull_access,
+    redacted,
+    refusal,
+    registry_digest,
+)
 from gpuyard.runtime.imageconfig import ImageConfig, load_config
 from gpuyard.runtime.registryauth import auth_file
 from gpuyard.runtime.taskdir import read_json, write_json
@@ -62,6 +78,7 @@ class ImageInfo:
     imported_at: float
     last_used: float
     source: str
+    access: str = PUBLIC  # public, admin or private (imageaccess.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +124,7 @@ class ImageStore:
             insecure_registries = tuple(h.strip() for h in listed if h.strip())
         self.insecure_registries = frozenset(insecure_registries)
         self.recent_use_s = RECENT_USE_S
+        self.verified = VerifiedLogins()  # logins the registry let read a private image lately
         self._configs: dict[tuple[str, Path], ImageConfig] = {}
         for d in (self.unpacked_dir, self.locks, self.root / "tmp"):
             d.mkdir(parents=True, exist_ok=True)
@@ -166,7 +184,7 @@ class ImageStore:
                     tools.skopeo_copy(f"{kind}:{path}", f"oci:{self.layout}:{ref}")
             except ImageError as e:
                 raise ImageError(f"cannot import {path} as {kind}: {e}") from e
-            info = self._record(name, ref, f"{kind}:{path}")
+            info = self._record(name, ref, f"{kind}:{path}", ADMIN)
         self.gc()
         return info
 
@@ -181,6 +199,8 @@ class ImageStore:
 
         With `login`, or without `node_credentials` (a task's pull), skopeo reads that login
         alone from a private auth file (registryauth.py), never the node's own credentials.
+        The image is then private (with a login), public (without), or admin (the node's
+        admin with its own credentials): imageaccess.py.
         The copy from the registry goes to a layout of its own under `tmp/`, without any lock
         (a slow or hung registry holds up no other pull, import or unpack); only the merge into
         the store's layout (hard links and a local copy of the manifest) takes its lock.
@@ -189,30 +209,41 @@ class ImageStore:
         staging = self.root / "tmp" / f"pull-{uuid.uuid4().hex[:12]}"
         try:
             tools.init_layout(staging)
-            self._copy_in(name, staging, timeout_s, login, node_credentials)
+            source_digest = self._copy_in(name, staging, timeout_s, login, node_credentials)
             with self._lock("layout"):
                 tools.init_layout(self.layout)
                 tools.merge_layout(staging, self.layout, _ref(name))
-                info = self._record(name, _ref(name), f"docker://{name}")
+                info = self._record(name, _ref(name), f"docker://{name}",
+                                    pull_access(login, node_credentials), source_digest)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+        self.verified.record(info.digest, login)  # the pull was the registry's yes
         self.gc()
         return info
 
     def _copy_in(self, name: str, staging: Path, timeout_s: float, login: RegistryLogin | None,
-                 node_credentials: bool) -> None:
-        """skopeo copy from the registry into `staging`; its error never holds the password."""
+                 node_credentials: bool) -> str | None:
+        """skopeo copy from the registry into `staging`; its error never holds the password.
+        With a login, the registry's digest of the manifest is read first and returned (what
+        a later check of another login compares: imageaccess.py); None without one."""
         own = login is not None or not node_credentials
+        tls = self._tls_verify(name)
         with auth_file(login, self.root / "tmp") if own else contextlib.nullcontext() as path:
             try:
+                digest = None if login is None else tools.skopeo_manifest_digest(
+                    f"docker://{name}", timeout_s, tls, path)
                 tools.skopeo_copy(f"docker://{name}", f"oci:{staging}:{_ref(name)}", timeout_s,
-                                  tls_verify=image_registry(name) not in self.insecure_registries,
-                                  authfile=path)
+                                  tls_verify=tls, authfile=path)
             except ImageError as e:
-                text = str(e) if login is None else str(e).replace(login.password, "<redacted>")
+                text = redacted(str(e), login)
                 raise ImageError(f"cannot pull {name} from its registry: {text}") from e
+        return digest
 
-    def _record(self, name: str, ref: str, source: str) -> ImageInfo:
+    def _tls_verify(self, name: str) -> bool:
+        return image_registry(name) not in self.insecure_registries
+
+    def _record(self, name: str, ref: str, source: str, access: str,
+                source_digest: str | None = None) -> ImageInfo:
         digest = tools.manifest_digest(self.layout, ref)
         now = time.time()
         with self._index() as index:
@@ -223,17 +254,32 @@ class ImageStore:
                 "importedAt": now,
                 "lastUsed": now,
                 "blobBytes": tools.compressed_size(self.layout, digest),
+                "access": access,
+                **({"sourceDigest": source_digest} if source_digest else {}),
             }
             return self._info(name, index)
 
     # --- using images -----------------------------------------------------------------------
 
     def fetch_needed(self, ref: str) -> str | None:
-        """None when a task can mount `ref` now; else what must come first, `pull` or
-        `unpack` (`resolve` does it: slow, so not on a start's path). ImageError if it never
-        can: a bad reference, or an image missing while pulling is off."""
+        """None when `ref`'s files are here, ready to mount; else what must come first, `pull`
+        or `unpack` (`resolve` does it: slow, so not on a start's path). ImageError if it
+        never can: a bad reference, or an image missing while pulling is off. Whether a task
+        may use them is `task_needs`."""
+        name = normalize(ref)
+        return self._needed(ref, name, self._read_index()["images"].get(name))
+
+    def task_needs(self, ref: str, login: RegistryLogin | None = None) -> str | None:
+        """`fetch_needed` for a task with `login`: `verify` too when the image is private here
+        and the registry did not let this login read it lately (imageaccess.py)."""
         name = normalize(ref)
         entry = self._read_index()["images"].get(name)
+        needed = self._needed(ref, name, entry)
+        if entry is not None and not self._may_use(entry, login, START_MARGIN_S):
+            return "verify"
+        return needed
+
+    def _needed(self, ref: str, name: str, entry: dict[str, Any] | None) -> str | None:
         if entry is None:
             if not self.pull_missing:
                 self._fetch_missing(ref, name)  # raises: pulling is off
@@ -241,14 +287,23 @@ class ImageStore:
         unpacked = self.unpacked_dir / entry["digest"].partition(":")[2] / "image.json"
         return None if unpacked.exists() else "unpack"
 
+    def _may_use(self, entry: dict[str, Any], login: RegistryLogin | None,
+                 margin_s: float = 0.0) -> bool:
+        """Whether a task with `login` may use the stored image without asking its registry."""
+        private = access_of(entry) == PRIVATE
+        return not private or self.verified.fresh(entry["digest"], login, margin_s)
+
     def resolve(self, ref: str, pull_timeout_s: float = tools.TOOL_TIMEOUT_S,
                 login: RegistryLogin | None = None) -> ResolvedImage:
         """The image for a task: pulled if missing (unless pulling is off) with the task's
-        `login` and no other credentials, unpacked once."""
+        `login` and no other credentials, its `login` checked at the registry if the image is
+        private here (`verify`), unpacked once. ImageError when the registry refuses it."""
         name = normalize(ref)
         entry = self._read_index()["images"].get(name)
         if entry is None:
             entry = self._fetch_missing(ref, name, pull_timeout_s, login)
+        elif not self._may_use(entry, login):
+            entry = self._verify(name, entry, pull_timeout_s, login)
         bundle = self._unpacked(entry["digest"], entry["ref"])
         if time.time() - entry["lastUsed"] > self.recent_use_s / 4:  # LRU needs no finer clock
             with self._index() as index:
@@ -265,20 +320,40 @@ class ImageStore:
                                              bundle / "rootfs")
         return self._configs[key]
 
+    def _verify(self, name: str, entry: dict[str, Any], timeout_s: float,
+                login: RegistryLogin | None) -> dict[str, Any]:
+        """Let a task with `login` use the private image `entry` once its registry let that
+        login read the same manifest (anonymous access: the image is public after all); the
+        tag moved on: pulled anew with `login`. ImageError (`refusal`) otherwise."""
+        try:
+            digest = registry_digest(name, login, self.root / "tmp", timeout_s,
+                                     self._tls_verify(name))
+        except ImageError as e:
+            raise refusal(name, login, e) from e
+        if digest != entry.get("sourceDigest"):
+            return self._fetch_missing(name, name, timeout_s, login, "changed at its registry")
+        if login is not None:
+            self.verified.record(entry["digest"], login)
+            return entry
+        with self._index() as index:
+            now = index["images"].get(name)
+            if now is not None and now["digest"] == entry["digest"]:
+                now["access"] = PUBLIC
+        return {**entry, "access": PUBLIC}
+
     def _fetch_missing(
         self, ref: str, name: str, timeout_s: float = tools.TOOL_TIMEOUT_S,
-        login: RegistryLogin | None = None,
+        login: RegistryLogin | None = None, why: str = "is not on this node",
     ) -> dict[str, Any]:
         if not self.pull_missing:
             raise ImageError(
-                f"image {ref!r} is not on this node (pulling is off: import it with "
+                f"image {ref!r} {why} (pulling is off: import it with "
                 "`gpuyard image import FILE --name NAME:TAG`)"
             )
         try:
             self.pull(name, timeout_s, login, node_credentials=False)
         except ImageError as e:
-            raise ImageError(f"image {ref!r} is not on this node and could not be pulled: {e}"
-                             ) from e
+            raise ImageError(f"image {ref!r} {why} and could not be pulled: {e}") from e
         return self._read_index()["images"][name]
 
     def _unpacked(self, digest: str, ref: str) -> Path:
@@ -309,7 +384,8 @@ class ImageStore:
     def _info(self, name: str, index: dict[str, Any]) -> ImageInfo:
         e = index["images"][name]
         size = int(e.get("blobBytes", 0)) + int(index["sizes"].get(e["digest"], 0))
-        return ImageInfo(name, e["digest"], size, e["importedAt"], e["lastUsed"], e["source"])
+        return ImageInfo(name, e["digest"], size, e["importedAt"], e["lastUsed"], e["source"],
+                         access_of(e))
 
     def list(self) -> list[ImageInfo]:
         index = self._read_index()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bz2
 import contextlib
 import gzip
+import hashlib
 import json
 import lzma
 import os
@@ -42,6 +43,13 @@ def run_tool(
     args: list[str], timeout: float = TOOL_TIMEOUT_S, env: dict[str, str] | None = None
 ) -> str:
     """Run a tool; its stdout, or ImageError with the last line it wrote to stderr."""
+    return run_tool_bytes(args, timeout, env).decode(errors="replace")
+
+
+def run_tool_bytes(
+    args: list[str], timeout: float = TOOL_TIMEOUT_S, env: dict[str, str] | None = None
+) -> bytes:
+    """`run_tool`, its stdout as the tool wrote it (a manifest hashed as served)."""
     verb = next((a for a in args[1:] if not a.startswith("-")), "")  # `copy`, `unpack`
     try:
         done = subprocess.run(
@@ -59,7 +67,7 @@ def run_tool(
         message = re.search(r'msg="(.*)"', lines[-1])  # skopeo's logrus line
         cause = message[1].replace('\\"', '"') if message else lines[-1]
         raise ImageError(f"{args[0]} {verb} failed: {cause}")
-    return done.stdout.decode(errors="replace")
+    return done.stdout
 
 
 def skopeo_copy(
@@ -82,6 +90,23 @@ def skopeo_copy(
     auth = [f"--src-authfile={authfile}"] if authfile is not None else []
     args = ["skopeo", *policy, *limit, "copy", "--quiet", *tls, *auth, source, destination]
     run_tool(args, timeout + 5, _auth_only(authfile) if authfile is not None else None)
+
+
+def skopeo_manifest_digest(
+    source: str,
+    timeout: float = TOOL_TIMEOUT_S,
+    tls_verify: bool = True,
+    authfile: Path | None = None,
+) -> str:
+    """The digest of the manifest that `source` (`docker://NAME:TAG`) names at its registry
+    now: `skopeo inspect --raw` (the manifest alone, no config or layer fetched), hashed as
+    the registry served it. The auth file as `skopeo_copy` takes it (its only one)."""
+    limit = [f"--command-timeout={max(1, int(timeout))}s"]
+    tls = [] if tls_verify else ["--tls-verify=false"]
+    auth = [f"--authfile={authfile}"] if authfile is not None else []
+    args = ["skopeo", *limit, "inspect", "--raw", *tls, *auth, source]
+    raw = run_tool_bytes(args, timeout + 5, _auth_only(authfile) if authfile is not None else None)
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
 def _auth_only(authfile: Path) -> dict[str, str]:

@@ -2,10 +2,18 @@
 the controller's pre-pulls of queued jobs' images), in the node's own pull queue.
 
 A warm joins the node's `PullQueue` as a waiter of its own, keyed `warm:<image>` (a key no task
-can have: task keys allow no `:`), so a task that starts on that image meanwhile joins the same
-pull, and a warm asked while a task's pull is under way joins that one: one `skopeo copy` per
-image and node, however many ask. The pull is `ImageStore.resolve` (pull and unpack), so a task
-that starts afterwards finds its image ready and launches at once ("image present").
+can have: task keys allow no `:`), so a task without a registry login that starts on that image
+meanwhile joins the same pull, and a warm asked while a task's pull is under way says `pulling`
+and starts none: one `skopeo copy` per image and node, however many ask. The pull is
+`ImageStore.resolve` (pull and unpack), so a task that starts afterwards finds its image ready
+and launches at once ("image present").
+
+A warm carries no login, ever: its pull is anonymous (an auth file with no entry), so what it
+stores is public, since anyone could pull it; it never joins a task's pull (keyed by that
+task's login too), it only says `pulling` while one is under way. A private image already here
+(pulled with some task's login) is `present` for a warm, as its files are; a task may still use
+it only once the registry has let that task's own login read it (imageaccess.py). So a warm
+never makes a private image usable by anyone.
 
 Bounded: at most `max_warming` warms wait at once on a node (more are refused, `busy`, and the
 controller asks again later); a warm that failed is not tried again for `retry_after_s` (the

@@ -69,7 +69,7 @@ class PullState:
     """Where the pull a task waits for stands: what its status says (`detail`)."""
 
     image: str
-    verb: str  # "pulling" or "unpacking"
+    verb: str  # "pulling", "unpacking" or "checking registry access to" (a private image)
     attempt: int = 1  # the try under way or next
     tries: int = 1
     last_error: str | None = None  # the kind of the last transient failure
@@ -115,7 +115,8 @@ class PullQueue:
 
     def __init__(
         self,
-        # (image, timeout_s, login): pull and unpack, or raise
+        # (image, timeout_s, login): pull (or check the login of a private image), unpack;
+        # or raise
         fetch: Callable[[str, float, RegistryLogin | None], object],
         policy: PullPolicy,
         on_progress: Callable[[str, PullState], None],

@@ -1,11 +1,12 @@
 """Tasks of a node that wait for their image: the `pulling.json` marker, and their launch.
 
-`ContainerRuntime.start` of a task whose image is not ready (`ImageStore.fetch_needed`) claims
-the task dir, writes `launch.json` and the marker, and returns; the node's `PullQueue` fetches
-the image. The marker says which image and how its pull stands (`PullState`); `status` reports
-it as the STARTING task's detail ("pulling image X", with "attempt n/cap after: ..." once a
-try failed). The marker is *claimed* (unlinked, under this object's lock) exactly once, by
-whichever comes first:
+`ContainerRuntime.start` of a task whose image is not ready (`ImageStore.task_needs`: not
+pulled, not unpacked, or private and the task's login not checked lately) claims the task dir,
+writes `launch.json` and the marker, and returns; the node's `PullQueue` fetches the image (or
+has the registry check the task's login: imageaccess.py). The marker says which image and how
+its pull stands (`PullState`); `status` reports it as the STARTING task's detail ("pulling
+image X", with "attempt n/cap after: ..." once a try failed). The marker is *claimed*
+(unlinked, under this object's lock) exactly once, by whichever comes first:
 
 - the pull succeeded: the task is launched from its `launch.json` (`launch` callback: the
   runtime's own preparation and spawn); a failure there ends it as `start` would have failed
