@@ -6,9 +6,11 @@ waits up to a second for output, and sessions held open would otherwise take the
 threads from its starts and status polls. The actor is made on a node's first exec or port
 connection, belongs to the control plane that made it (not detached: it goes with the control
 plane, and its sessions with it), and finds the node's tasks where the agent keeps them
-(`rayagent.node_root`). `RayNodeStreams` is the control plane's side: the same calls as
-`NodeStreams`, each a call of the actor; the actor's own errors (`ExecError`, `StreamGone`)
-come back as themselves.
+(`rayagent.node_root`). Ray restarts it on its node if its process dies (the book keeps an
+actor until its node restarts, so without that the node would take no exec again): the
+sessions it held end, and a call meanwhile is `AgentUnreachable`, try again. `RayNodeStreams`
+is the control plane's side: the same calls as `NodeStreams`, each a call of the actor; the
+actor's own errors (`ExecError`, `StreamGone`) come back as themselves.
 """
 
 from __future__ import annotations
@@ -119,6 +121,7 @@ class RayStreamsBook:
             "get_if_exists": True,
             "num_cpus": 0,
             "max_concurrency": STREAMS_CONCURRENCY,
+            "max_restarts": -1,  # a dead process (OOM, a crash) is replaced, its sessions lost
             "scheduling_strategy": NodeAffinitySchedulingStrategy(node_id, soft=False),
         }
         return ray.remote(StreamsActor).options(**options).remote(node, self._root)
