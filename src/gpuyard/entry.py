@@ -4,7 +4,7 @@
 `gpuyard.cli.fastsubmit` and `gpuyard.cli.fastjobs`, and `submit --tenant` to
 `gpuyard.cli.fasttenant` (standard library only, and PyYAML for `--tenant`: tens of
 milliseconds a call); `exec` and `port-forward` to `gpuyard.cli.fastexec` (with wsproto),
-help included; everything else, `--help` included, goes
+and `run` to `gpuyard.cli.fastrun`, help included; everything else, `--help` included, goes
 to the full typer command line, `gpuyard.cli.full`, which in turn imports the server, image
 and simulator commands only when one of them runs. The module is picked by name and imported
 with importlib, so starting `gpuyard` imports neither path until it knows which it needs
@@ -22,7 +22,11 @@ FAST = {"submit": "gpuyard.cli.fastsubmit", "jobs": "gpuyard.cli.fastjobs"}
 FAST_WITH_OPTION = {("submit", "--tenant"): "gpuyard.cli.fasttenant"}
 #: commands whose module answers everything, its own `--help` included; what follows `--`
 #: is the task's command, never gpuyard's options (`gpuyard.cli.fastexec`: docs/exec.md)
-OWN_PARSER = {"exec": "gpuyard.cli.fastexec", "port-forward": "gpuyard.cli.fastexec"}
+OWN_PARSER = {
+    "exec": "gpuyard.cli.fastexec",
+    "port-forward": "gpuyard.cli.fastexec",
+    "run": "gpuyard.cli.fastrun",  # docs/interactive.md
+}
 #: options of the fast commands that only the full command line has
 FULL_ONLY_OPTIONS = frozenset({"--wait", "--help", "-h"})
 GLOBAL_OPTIONS_WITH_VALUE = frozenset({"--url"})

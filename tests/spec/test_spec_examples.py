@@ -19,6 +19,7 @@ EXPECTED = [
     ("fail-exit3.yaml", "fail-exit3", {"main": 1}, 0, None, 2),
     ("shared-gpu.yaml", "shared-gpu", {"infer": 2}, 0, None, 0),  # shares, no whole GPU
     ("distributed.yaml", "distributed", {"worker": 2}, 2, None, 0),
+    ("jupyter.yaml", "jupyter", {"main": 1}, 1, "quay.io/jupyter/base-notebook:latest", 0),
 ]
 
 
@@ -68,3 +69,12 @@ def test_shared_gpu_asks_memory_and_compute_of_one_gpu():
     demand = job_demand(spec, "j", 1)
     shares = {task.gpu_share for task in demand.tasks}
     assert shares == {GpuShare(memory_mb=20000, compute_percent=50)}
+
+
+def test_jupyter_serves_its_notebook_below_the_platforms_path():
+    spec = load_job_spec((EXAMPLES / "jupyter.yaml").read_text())
+    (service,) = spec.services
+    assert (service.name, service.port, service.strip_prefix) == ("notebook", 8888, False)
+    command = spec.task_roles["main"].command
+    assert "--port=8888" in command and "--ip=127.0.0.1" in command
+    assert '--ServerApp.base_url="/jobs/${GPUYARD_JOB_ID}/services/notebook/"' in command

@@ -67,7 +67,7 @@ def split_command(argv: list[str]) -> tuple[list[str], list[str]]:
     return argv, []
 
 
-def _without_verb(args: list[str], verb: str) -> list[str]:
+def without_verb(args: list[str], verb: str) -> list[str]:
     """`[--url U] VERB rest` → `rest [--url U]`."""
     at = args.index(verb)
     return args[at + 1 :] + args[:at]
@@ -75,7 +75,7 @@ def _without_verb(args: list[str], verb: str) -> list[str]:
 
 def run_exec(argv: list[str]) -> int:
     head, command = split_command(argv)
-    args = exec_parser().parse_args(_without_verb(head, "exec"))
+    args = exec_parser().parse_args(without_verb(head, "exec"))
     if not command:
         return fail("exec needs a command after --, e.g. gpuyard exec JOB -- sh", EXIT_USAGE)
     url, token = login_of(args.url)
@@ -97,7 +97,7 @@ def parse_ports(text: str) -> tuple[int, int]:
 
 
 def run_port_forward(argv: list[str]) -> int:
-    args = port_parser().parse_args(_without_verb(argv, "port-forward"))
+    args = port_parser().parse_args(without_verb(argv, "port-forward"))
     try:
         lport, rport = parse_ports(args.ports)
     except ValueError as exc:

@@ -1,7 +1,8 @@
 """Sessions into a running task, for `gpuyard exec`, `port-forward` and `run` (and whatever
 else needs a byte stream to a task: an ssh `ProxyCommand` is `relay` on stdin and stdout).
 
-- `open_exec` / `open_port` open the API's WebSocket and send the request;
+- `open_exec` / `open_port` open the API's WebSocket and send the request (`open_exec`'s
+  `attach`: an interactive job's own session, for `gpuyard run`);
 - `relay(ws, in_fd, out_fd)` copies bytes both ways until either side ends;
 - `interact(ws, tty)` is an exec on this terminal: stdin to the command, its stdout and stderr
   here, the terminal raw and its size followed (SIGWINCH), the command's exit code returned;
@@ -33,14 +34,26 @@ from gpuyard.cli.wsclient import END, WsSession, ended, refusal
 CHUNK = 64 << 10
 RESIZE = 4
 OPENED = 5
+WAITING = 6  # an attached session's progress before it opens, JSON (docs/interactive.md)
+
+Progress = Callable[[dict[str, object]], None]
 
 
 def open_exec(
-    url: str, token: str | None, job: str, task: str | None, command: list[str], tty: bool
+    url: str,
+    token: str | None,
+    job: str,
+    task: str | None,
+    command: list[str],
+    tty: bool,
+    attach: bool = False,
 ) -> WsSession:
+    """An exec session; `attach`: the session of an interactive job (`gpuyard run`: the
+    server waits for its task, and ends the job with the session)."""
     ws = WsSession(url, token, f"/api/v1/jobs/{quote(job, safe='')}/exec")
     rows, cols = _size() if tty else (24, 80)
-    ws.send_json({"command": command, "task": task, "tty": tty, "rows": rows, "cols": cols})
+    request = {"command": command, "task": task, "tty": tty, "rows": rows, "cols": cols}
+    ws.send_json(request | ({"attach": True} if attach else {}))
     return ws
 
 
@@ -54,9 +67,10 @@ def open_port(
     return ws
 
 
-def first_frames(ws: WsSession) -> None:
+def first_frames(ws: WsSession, progress: Progress | None = None) -> None:
     """Wait until the server says the session is open (channel 5); raise its refusal
-    (ApiError) if it is one instead. Frames after it stay for the next `receive`."""
+    (ApiError) if it is one instead. Frames after it stay for the next `receive`. What an
+    attached session waits for (channel 6, JSON) goes to `progress`."""
     while True:
         frames = ws.receive()
         for at, (channel, data) in enumerate(frames):
@@ -65,6 +79,8 @@ def first_frames(ws: WsSession) -> None:
                 return
             if channel == END:
                 raise refusal(ended(data))
+            if channel == WAITING and progress is not None:
+                progress(ended(data))
 
 
 def relay(ws: WsSession, in_fd: int, out_fd: int) -> dict[str, object]:
@@ -87,9 +103,10 @@ def relay(ws: WsSession, in_fd: int, out_fd: int) -> dict[str, object]:
                 _write(out_fd, data)
 
 
-def interact(ws: WsSession, tty: bool, stdin: bool) -> int:
-    """Run the exec on this terminal (stdin only with `stdin`); the command's exit code."""
-    first_frames(ws)
+def interact(ws: WsSession, tty: bool, stdin: bool, progress: Progress | None = None) -> int:
+    """Run the exec on this terminal (stdin only with `stdin`); the command's exit code.
+    `progress` is told what an attached session waits for, before it opens."""
+    first_frames(ws, progress)
     in_fd, out, err = sys.stdin.fileno(), sys.stdout.fileno(), sys.stderr.fileno()
     with _raw_terminal(in_fd if tty and os.isatty(in_fd) else None) as resized:
         try:

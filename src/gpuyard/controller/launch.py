@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from gpuyard.controller.interactive import HOLD_COMMAND
 from gpuyard.engine import Engine
 from gpuyard.model import Node, Tenant
 from gpuyard.model.registries import RegistryLogin, image_registry
@@ -148,7 +149,8 @@ def build_launch(
         role=task.role,
         index=task.index,
         attempt=task.attempt,
-        command=reveal(role.command),  # secrets in clear only here, for the task
+        # an interactive job's command runs in its session: its task holds the container open
+        command=HOLD_COMMAND if spec.interactive else reveal(role.command),  # secrets: here only
         cpu=task.cpu_milli / 1000,
         memory_mb=task.memory_mb,
         gpus=tuple(by_index[i] for i in task.gpus),

@@ -14,6 +14,9 @@ running are stopped (`Outcome.stop_rest`):
 Once every task has ended with no threshold reached, the job succeeded (OpenPAI's "all tasks
 completed and no policy triggered"): failures under `minFailedTasks` are tolerated.
 
+An interactive job ends with its session (`session_outcome`): the exit code of its command
+decides between SUCCEEDED and FAILED; a client gone or nobody attached is STOPPED.
+
 Platform failures (AgentError, NodeLost: not a preemption) are retried with exponential backoff
 (`Backoff`: 2 s, 4 s, ... up to 5 min) and end the job as `PlatformError` after `cap` of them in
 a row; an attempt that ran for `healthy_s` before its platform failure starts the count anew.
@@ -22,6 +25,7 @@ a row; an attempt that ran for `healthy_s` before its platform failure starts th
 from __future__ import annotations
 
 import enum
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +36,7 @@ from gpuyard.spec import JobSpec
 from gpuyard.store import JobRecord, TaskRecord
 
 NEVER = -1
+SESSION_EXIT = re.compile(r"\(exit (-?\d+)\)$")
 
 
 class Verdict(enum.Enum):
@@ -185,6 +190,8 @@ def decide(
         return Outcome(Verdict.FAIL, TaskReason.TIMEOUT, "the job ran longer than its maxRuntime")
     if job.stop_requested == TaskReason.PREEMPTED:
         return Outcome(Verdict.RETRY_UNCOUNTED, TaskReason.PREEMPTED, "preempted: requeued")
+    if (session := session_outcome(job.stop_requested)) is not None:
+        return session
     if job.stop_requested is not None:
         return Outcome(Verdict.STOP, job.stop_requested)
     lost = first_platform_failure(tasks)
@@ -199,3 +206,22 @@ def decide(
         return Outcome(Verdict.RETRY_UNCOUNTED, TaskReason.AGENT_ERROR, "tasks stopped unasked")
     message = f"{len(failed)} task(s) failed, fewer than their roles' minFailedTasks"
     return Outcome(Verdict.SUCCEED, TaskReason.COMPLETED, message)
+
+
+def session_outcome(stop_reason: str | None) -> Outcome | None:
+    """An interactive job stopped by its session (docs/interactive.md): SUCCEEDED when the
+    session's command exited 0, FAILED for any other exit code, STOPPED when its client went
+    away or nobody attached; None for any other stop. Never retried."""
+    kind = TaskReason.kind(stop_reason or "")
+    if kind == TaskReason.SESSION_ENDED and stop_reason is not None:
+        found = SESSION_EXIT.search(stop_reason)
+        code = int(found.group(1)) if found else None
+        verdict = Verdict.SUCCEED if code == 0 else Verdict.FAIL
+        return Outcome(verdict, stop_reason, f"the session's command exited {code}")
+    if kind == TaskReason.SESSION_LOST:
+        message = "the session's client went away before its command ended"
+        return Outcome(Verdict.STOP, stop_reason, message)
+    if kind == TaskReason.SESSION_IDLE:
+        message = "no session was attached for the tenant's interactiveIdleTimeoutS"
+        return Outcome(Verdict.STOP, stop_reason, message)
+    return None

@@ -7,8 +7,8 @@ One cycle, in order (each phase loads, does its I/O outside any transaction, the
 2. settle    — turn the task ends of each bound job into the job's state: run, succeed,
                retry as a new attempt, fail, stop; once the completion policy decided
                (`lifecycle.py`), stop the tasks still running;
-3. enforce   — cancels, `maxRuntime` and idle GPUs (`idle.py`): SIGTERM, a grace period,
-               then SIGKILL;
+3. enforce   — cancels, `maxRuntime`, idle GPUs (`idle.py`) and interactive jobs without a
+               session (`interactive.py`): SIGTERM, a grace period, then SIGKILL;
 4. schedule  — snapshot → `scheduler.schedule` → bind in the store → start on the engine.
 
 Each cycle is timed, each first start observes its queueing delay, and each job that ends is
@@ -22,6 +22,7 @@ happened while the server was down).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -30,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from gpuyard.controller.dependencies import Gate
 from gpuyard.controller.idle import IdleFinding, IdleWatch, UtilizationReader
+from gpuyard.controller.interactive import idle_sessions
 from gpuyard.controller.launch import (
     DEFAULT_PORT_RANGE,
     build_launch,
@@ -342,6 +344,7 @@ class Controller:
     def _enforce(self, nodes: list[Node]) -> None:
         now = self.clock.now()
         self._watch_idle(nodes, now)
+        self._stop_idle_sessions(now)
         for job in self.store.jobs.in_states(JobState.RUNNING):
             limit = self._spec(job).max_runtime_s
             if not limit or job.stop_requested:
@@ -375,6 +378,22 @@ class Controller:
         }
         for finding in self._idle.check(running, tenants, gpus, now):
             self._act_on_idle(finding)
+
+    def _stop_idle_sessions(self, now: float) -> None:
+        """Stop the interactive jobs nobody attached to for their tenant's timeout."""
+        running = [
+            (j, self.store.jobs.tasks(j.id, attempt=j.attempt))
+            for j in self.store.jobs.in_states(JobState.RUNNING)
+            if not j.stop_requested and self._spec(j).interactive
+        ]
+        if not running:
+            return
+        tenants = {t.name: t for t in self.store.tenants.tenants()}
+        for idle in idle_sessions(running, tenants, now):
+            log.info("job %s: %s", idle.job_id, idle.message)
+            self.store.jobs.note(idle.job_id, TaskReason.SESSION_IDLE, idle.message)
+            with contextlib.suppress(JobNotFound, JobAlreadyEnded):
+                self.store.jobs.request_stop(idle.job_id, TaskReason.SESSION_IDLE)
 
     def _act_on_idle(self, finding: IdleFinding) -> None:
         log.info("job %s: idle GPUs (%s): %s", finding.job_id, finding.action, finding.message)
@@ -543,8 +562,8 @@ class Controller:
         """A job reached an end state: count it, learn its run time if it succeeded, notify
         its webhook and its owner, forget its spec."""
         self.instruments.jobs_finished.labels(job.tenant, str(job.state)).inc()
-        if job.state == JobState.SUCCEEDED:
-            self.runtimes.job_succeeded(job)
+        if job.state == JobState.SUCCEEDED and not self._spec(job).interactive:
+            self.runtimes.job_succeeded(job)  # a session's length is a person's, not the job's
         url = self._spec(job).webhook
         if url:
             self.webhooks.enqueue(url, job_payload(job))

@@ -103,10 +103,21 @@ class TaskReason:
     PLATFORM_ERROR = "PlatformError"  # a job's end: platform failures in a row past the cap
     # a job's end (QUEUED → FAILED): a job it waits on (`after`) ended so that it never can
     DEPENDENCY_NEVER_SATISFIED = "DependencyNeverSatisfied"
+    # an interactive job's ends (docs/interactive.md): its session's command exited
+    # (`SessionEnded(exit N)`: SUCCEEDED for 0, else FAILED), its client went away before the
+    # command ended (`SessionLost`), or no session was attached for the tenant's
+    # `interactiveIdleTimeoutS` (`SessionIdle`); both STOPPED
+    SESSION_ENDED = "SessionEnded"
+    SESSION_LOST = "SessionLost"
+    SESSION_IDLE = "SessionIdle"
 
     @staticmethod
     def error(exit_code: int) -> str:
         return f"Error(exit {exit_code})"
+
+    @staticmethod
+    def session_ended(exit_code: int) -> str:
+        return f"{TaskReason.SESSION_ENDED}(exit {exit_code})"
 
     @staticmethod
     def signal(signum: int) -> str:
@@ -146,6 +157,11 @@ _FAILURE_CLASSES: dict[str, FailureClass] = {
     TaskReason.AGENT_ERROR: FailureClass.PLATFORM,
     TaskReason.REGISTRY_UNAVAILABLE: FailureClass.PLATFORM,
     TaskReason.CANCELLED: FailureClass.NONE,
+    # an interactive job ends with its session, never retried: a new attempt would have
+    # nobody attached (its state follows the command's exit code: lifecycle.decide)
+    TaskReason.SESSION_ENDED: FailureClass.NONE,
+    TaskReason.SESSION_LOST: FailureClass.NONE,
+    TaskReason.SESSION_IDLE: FailureClass.NONE,
 }
 
 

@@ -1,5 +1,6 @@
 """Tenants (teams): guaranteed quotas per GPU flavor, borrowing and lending, fair-share weight,
-queue policy, per-user limits, GPU-hour budgets, storage roots, the idle-GPU policy.
+queue policy, per-user limits, GPU-hour budgets, storage roots, the idle-GPU policy, the
+interactive jobs' idle timeout.
 
 Words as in DESIGN.md: a job inside its tenant's guaranteed quota is *guaranteed*; one that
 borrows idle capacity of other tenants beyond it is *opportunistic* and may be preempted when
@@ -110,6 +111,10 @@ class Tenant(Value):
     idle_gpu_action: IdleGpuAction = IdleGpuAction.FLAG
     idle_gpu_threshold_pct: float = 5.0
     idle_gpu_window_s: int = 1800
+    # an interactive job (`gpuyard run`) with no session attached for this long (seconds:
+    # none ever, or the last one went away) is stopped, reason `SessionIdle`
+    # (docs/interactive.md); at least 60
+    interactive_idle_timeout_s: int = 900
     # may the tenant's webhooks reach loopback, link-local and private addresses (the API,
     # cloud metadata, the machine's network)? Only a platform admin sets it (docs/auth.md)
     allow_private_webhooks: bool = False

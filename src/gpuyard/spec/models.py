@@ -190,6 +190,9 @@ class JobSpec:
     priority_class: PriorityClass = PriorityClass.NORMAL
     ssh: SshSpec | None = None  # sshd in its tasks (OpenPAI's ssh plugin)
     services: tuple[ServiceSpec, ...] = ()  # web endpoints proxied by the platform
+    # a session's job (`gpuyard run`, docs/interactive.md): its tasks are held open, the
+    # command runs in the session attached to it, and the job ends with that session
+    interactive: bool = False
 
     def __post_init__(self) -> None:
         # own copies, so that the caller's dicts cannot change this value later
@@ -221,8 +224,8 @@ class JobSpec:
         return sum(r.task_number * r.whole_gpus for r in self.task_roles.values())
 
     def to_document(self) -> dict[str, Any]:
-        """Our format, every field present (`after`, `priorityClass`, `ssh` and `services`
-        only when given);
+        """Our format, every field present (`after`, `priorityClass`, `ssh`, `services`
+        and `interactive` only when given);
         `parse_job_spec(doc) == self`."""
         after: dict[str, Any] = {"after": self.after.to_document()} if self.after else {}
         if self.priority_class is not PriorityClass.NORMAL:
@@ -244,4 +247,5 @@ class JobSpec:
             **({"ssh": self.ssh.to_document()} if self.ssh else {}),
             **({"services": {s.name: s.to_document() for s in self.services}}
                if self.services else {}),
+            **({"interactive": True} if self.interactive else {}),
         }

@@ -203,6 +203,7 @@ JOB_TABLE: tuple[Row, ...] = (
     ("after", "after", read_after, None),
     ("ssh", "ssh", read_ssh, None),
     ("services", "services", read_services, ()),
+    ("interactive", "interactive", read_flag, False),
     ("taskRoles", "task_roles", read_roles, Required(_TASK_ROLES_WHAT)),
 )
 
@@ -213,5 +214,17 @@ def parse_ours(doc: dict[Any, Any], errs: Errors | None = None) -> JobSpec:
     fields = read_fields(errs, doc, "", JOB_TABLE)
     check_ssh_roles(errs, fields.get("ssh"), fields.get("task_roles"))
     check_service_tasks(errs, fields.get("services"), fields.get("task_roles"))
+    check_interactive(errs, fields)
     errs.raise_if_any()
     return JobSpec(**fields)
+
+
+def check_interactive(errs: Errors, fields: dict[str, Any]) -> None:
+    """An interactive job is not retried: a new attempt would have no session attached to
+    it (docs/interactive.md)."""
+    if fields.get("interactive") and fields.get("retry_count"):
+        errs.add(
+            "retryCount",
+            f"must be 0 for an interactive job, got {fields['retry_count']}: it ends with its "
+            "session, and a new attempt would have nobody attached",
+        )

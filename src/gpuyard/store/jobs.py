@@ -85,7 +85,17 @@ SPEC_WARNING = "SpecWarning"
 SUBMIT_LOCK = 0x67707964_00000001
 
 # A cancel overrides a timeout, which overrides a preemption: what the user asked for wins.
-_STOP_PRECEDENCE = {"Preempted": 1, "IdleGPU": 2, "Timeout": 2, "Cancelled": 3}
+# An interactive job's session ending (`SessionEnded(exit 3)`: by its kind) ranks with a
+# timeout: the first of them stays (a job stopped for its timeout kills its session's command).
+_STOP_PRECEDENCE = {
+    "Preempted": 1,
+    "IdleGPU": 2,
+    "Timeout": 2,
+    TaskReason.SESSION_ENDED: 2,
+    TaskReason.SESSION_LOST: 2,
+    TaskReason.SESSION_IDLE: 2,
+    "Cancelled": 3,
+}
 
 
 def task_key(job_id: str, attempt: int, role: str, index: int) -> str:
@@ -310,9 +320,15 @@ class JobRepo:
                 raise JobNotFound(job_id)
             if JobState(row.state).is_final:
                 raise JobAlreadyEnded(f"job {job_id} already ended {row.state}")
-            if _STOP_PRECEDENCE.get(reason, 0) > _STOP_PRECEDENCE.get(row.stop_requested, -1):
+            if _stop_rank(reason) > _stop_rank(row.stop_requested):
                 row.stop_requested = reason
             return self._record(row)
+
+    def session_seen(self, job_id: str) -> None:
+        """A session is open on the job now (its heartbeat: api/services/interactive.py)."""
+        now = self._clock.now()
+        with self._sessions.begin() as s:
+            s.execute(update(JobRow).where(JobRow.id == job_id).values(session_seen_at=now))
 
     def move(
         self,
@@ -500,6 +516,11 @@ def _pending_changed(row: JobRow | Row[Any], p: Pending) -> bool:
     if row.pending_eta_basis != p.eta_basis or (row.pending_eta is None) != (p.eta is None):
         return True
     return row.pending_eta is not None and abs(row.pending_eta - (p.eta or 0.0)) >= ETA_SLACK_S
+
+
+def _stop_rank(reason: str | None) -> int:
+    """How strong a stop reason is (none: -1, an unknown one: 0)."""
+    return -1 if reason is None else _STOP_PRECEDENCE.get(TaskReason.kind(reason), 0)
 
 
 def _write_pending(row: JobRow, p: Pending | None) -> None:

@@ -60,6 +60,7 @@ class JobRecord:
     held_by: str | None = None  # who holds it (a held queued job is not scheduled)
     array_id: str | None = None  # a job array's child: its parent (store/arrays.py)
     array_index: int | None = None
+    session_seen_at: float | None = None  # a session last seen open on it (interactive jobs)
 
     @property
     def pending(self) -> Pending | None:
@@ -115,6 +116,7 @@ class JobRecord:
             r.held_by,
             r.array_id,
             r.array_index,
+            r.session_seen_at,
         )
 
 

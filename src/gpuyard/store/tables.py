@@ -49,6 +49,9 @@ class JobRow(Base):
     # a child of a job array (store/arrays.py): its parent's id and its index
     array_id: Mapped[str | None] = mapped_column(String(32), index=True)
     array_index: Mapped[int | None] = mapped_column(Integer)
+    # when a session (exec, port-forward, `gpuyard run`'s) was last seen open on the job: an
+    # interactive job with none for its tenant's timeout is stopped (docs/interactive.md)
+    session_seen_at: Mapped[float | None] = mapped_column(Float)
 
 
 class JobArrayRow(Base):

@@ -21,6 +21,7 @@ from gpuyard.api.authz import Forbidden
 from gpuyard.api.errors import field_path
 from gpuyard.api.schemas.sessions import ExecIn, PortIn
 from gpuyard.api.services import sessions as svc
+from gpuyard.api.services.interactive import attach, pump_seen
 from gpuyard.api.services.sessions import SessionHub, TooManySessions, send_error
 from gpuyard.controller.sessions import Session, SessionUnavailable
 from gpuyard.store import JobNotFound, UserRecord
@@ -41,7 +42,8 @@ STATUS: tuple[tuple[type[Exception], int], ...] = (
 @router.websocket("/{job_id}/exec")
 async def exec_session(ws: WebSocket, job_id: str) -> None:
     """Run a command in a task: first message `ExecIn` as JSON, then frames (see
-    api/services/sessions.py); the last frame has the command's `exitCode`."""
+    api/services/sessions.py); the last frame has the command's `exitCode`. With `attach`:
+    an interactive job's session (api/services/interactive.py)."""
     await _serve(ws, job_id, ExecIn, svc.open_exec)
 
 
@@ -64,8 +66,11 @@ async def _serve(ws: WebSocket, job_id: str, schema: type[BaseModel], opener: Op
         if body is None:
             return
         with hub.claim(caller.name):
+            if isinstance(body, ExecIn) and body.attach:  # an interactive job's own session
+                await attach(ws, ctl, hub, caller, job_id, body)
+                return
             session = await hub.run(opener, ctl, hub, caller, job_id, body)
-            await svc.pump(ws, session, hub)
+            await pump_seen(ws, session, hub, ctl, job_id)
     except WebSocketDisconnect:
         return
     except Exception as e:

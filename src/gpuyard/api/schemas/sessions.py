@@ -17,7 +17,10 @@ Task = Annotated[StrictStr | None, Field(pattern=TASK_PATTERN)]
 
 class ExecIn(In):
     """`command`: the program and its arguments (no shell around it); `tty`: a terminal of
-    `rows` × `cols`; `task`: `role/index` (default: the job's first task)."""
+    `rows` × `cols`; `task`: `role/index` (default: the job's first task). `attach`: the
+    session of an interactive job (`gpuyard run`, docs/interactive.md): the server waits
+    for the task to run, telling its progress (channel 6), and the job ends with the
+    session."""
 
     command: Annotated[
         list[Annotated[StrictStr, Field(max_length=MAX_ARG)]],
@@ -27,6 +30,7 @@ class ExecIn(In):
     tty: StrictBool = False
     rows: Annotated[StrictInt, Field(ge=1, le=9999)] = 24
     cols: Annotated[StrictInt, Field(ge=1, le=9999)] = 80
+    attach: StrictBool = False
 
 
 class PortIn(In):

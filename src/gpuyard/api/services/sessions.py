@@ -21,6 +21,7 @@ import shlex
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TypeVar
 
 import anyio
@@ -127,19 +128,48 @@ def open_port(ctl: Controller, hub: SessionHub, caller: UserRecord, job_id: str,
     return hub.tasks.port(task, body.port)
 
 
-async def pump(ws: WebSocket, session: Session, hub: SessionHub) -> None:
+@dataclass
+class SessionEnd:
+    """How a session ended: the node's channel-3 JSON (`{"exitCode": N}`) once it came,
+    None while it has not (or the session did not end by itself). Set as soon as it is read,
+    so a handler cancelled right after still knows it."""
+
+    frame: dict[str, object] | None = None
+
+
+async def pump(
+    ws: WebSocket, session: Session, hub: SessionHub, end: SessionEnd | None = None
+) -> SessionEnd:
     """Frames both ways until the session ends (its channel-3 frame is sent, then the
-    socket closed) or the client leaves (the session is closed: its command killed)."""
-    await ws.send_bytes(bytes([OPENED]) + json.dumps({"task": session.task}).encode())
+    socket closed) or the client leaves (the session is closed: its command killed, also
+    when this handler is cancelled). What ended it, in `end` (a new one if not given)."""
+    end = end if end is not None else SessionEnd()
+    try:
+        await ws.send_bytes(bytes([OPENED]) + json.dumps({"task": session.task}).encode())
+        await _frames_both_ways(ws, session, hub, end)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await hub.run(session.close)
+    with contextlib.suppress(RuntimeError, WebSocketDisconnect, OSError):  # the client left
+        await ws.close()
+    return end
+
+
+async def _frames_both_ways(
+    ws: WebSocket, session: Session, hub: SessionHub, end: SessionEnd
+) -> None:
     async with anyio.create_task_group() as group:
 
         async def to_client() -> None:
             try:
                 while True:
                     frames = await hub.run(session.read, READ_WAIT_S)
+                    ended = [data for channel, data in frames if channel == 3]
+                    if ended:  # kept first: a client that has it may leave before send returns
+                        end.frame = _json_object(ended[0])
                     for channel, data in frames:
                         await ws.send_bytes(bytes([channel]) + data)
-                    if any(channel == 3 for channel, _ in frames):
+                    if ended:
                         break
             except SessionUnavailable as e:
                 await send_error(ws, 410, str(e))
@@ -149,9 +179,14 @@ async def pump(ws: WebSocket, session: Session, hub: SessionHub) -> None:
         with contextlib.suppress(WebSocketDisconnect, SessionUnavailable):
             await _from_client(ws, session, hub)
         group.cancel_scope.cancel()
-    await hub.run(session.close)
-    with contextlib.suppress(RuntimeError):
-        await ws.close()
+
+
+def _json_object(payload: bytes) -> dict[str, object] | None:
+    try:
+        value = json.loads(payload)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 async def _from_client(ws: WebSocket, session: Session, hub: SessionHub) -> None:

@@ -35,6 +35,7 @@ from gpuyard.store import (
 STRICT = TypeAdapter(Tenant)
 MAX_NUMBER = 2**32  # GPUs, MB, seconds, a uid: none of them larger
 UID_ASSIGNED = "assigned by the platform when the tenant is created; it cannot be set"
+MIN_INTERACTIVE_IDLE_S = 60  # above the sessions' heartbeat (api/services/interactive.py)
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 FIELDS = frozenset(f.name for f in dataclasses.fields(Tenant))
 
@@ -78,6 +79,8 @@ def tenant_errors(t: Tenant) -> list[tuple[str, str]]:
         errors.append(("idleGpuThresholdPct", "must be a percentage from 0 to 100"))
     if t.idle_gpu_window_s < 60:
         errors.append(("idleGpuWindowS", "must be at least 60 (seconds)"))
+    if t.interactive_idle_timeout_s < MIN_INTERACTIVE_IDLE_S:
+        errors.append(("interactiveIdleTimeoutS", "must be at least 60 (seconds)"))
     if t.log_limit_mb < 1:
         errors.append(("logLimitMB", "must be at least 1 (MiB)"))
     if t.max_priority is not None and t.max_priority > PRIORITY[1]:
