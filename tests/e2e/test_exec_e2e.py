@@ -64,6 +64,22 @@ def test_exec_returns_the_commands_exit_code_and_keeps_stderr_apart(running):
     assert err.decode().strip() == "oops"
 
 
+def test_exec_without_i_gives_the_command_an_ended_input(running):
+    """As docker exec without -i: a command that reads its input ends instead of waiting,
+    even while this side's stdin stays open."""
+    server, job_id = running
+    proc = gpuyard(server, "exec", job_id, "--", "sh", "-c", "cat; echo read-all",
+                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        code = proc.wait(timeout=30)  # its stdin (a pipe nobody writes to) open all along
+    finally:
+        proc.kill()
+    assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
+    assert code == 0, proc.stderr.read()
+    assert proc.stdout.read().decode().strip() == "read-all"
+    proc.stdin.close()
+
+
 def test_exec_it_runs_a_shell_on_a_terminal_and_returns_its_exit_code(running):
     server, job_id = running
     main, child = pty.openpty()

@@ -107,6 +107,8 @@ def interact(ws: WsSession, tty: bool, stdin: bool, progress: Progress | None = 
     """Run the exec on this terminal (stdin only with `stdin`); the command's exit code.
     `progress` is told what an attached session waits for, before it opens."""
     first_frames(ws, progress)
+    if not stdin:  # the command's input ends at once, as docker exec without -i: no read waits
+        ws.send(0, b"")
     in_fd, out, err = sys.stdin.fileno(), sys.stdout.fileno(), sys.stderr.fileno()
     with _raw_terminal(in_fd if tty and os.isatty(in_fd) else None) as resized:
         try:
@@ -210,13 +212,18 @@ def _serve_connection(
             return
         try:
             first_frames(ws)
-            relay(ws, conn.fileno(), conn.fileno())
+            end = relay(ws, conn.fileno(), conn.fileno())
+            if "error" in end:  # the tunnel broke after it opened (the task went away, ...)
+                sys.stderr.write(f"gpuyard: port {port}: {refusal(end).detail}\n")
         except ApiError as exc:
             sys.stderr.write(f"gpuyard: port {port}: {exc.detail}\n")
         except OSError:
             pass  # the local side went away
+        except Exception as exc:  # the server's side broke mid-tunnel: this connection only
+            sys.stderr.write(f"gpuyard: port {port}: the tunnel broke: {exc}\n")
         finally:
-            ws.close()
+            with contextlib.suppress(Exception):
+                ws.close()
 
 
 def _read(fd: int) -> bytes:

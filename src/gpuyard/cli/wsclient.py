@@ -1,10 +1,11 @@
 """A WebSocket client of the API's session sockets (exec, port-forward), light enough for
 the fast path: the standard library's `socket` and `ssl`, and `wsproto` (pure Python, on h11;
-~5 ms to import) for the protocol. No asyncio, no threads: the caller `select`s on `fileno()`
-and reads what arrived with `receive`.
+with h11 most of the CLI's start-up: bench/exec_latency.py) for the protocol. No asyncio, no
+threads: the caller `select`s on `fileno()` and reads what arrived with `receive`.
 
 A session's messages are binary frames whose first byte is the channel (0 input, 1 stdout,
-2 stderr, 3 the end as JSON, 4 a terminal's size): docs/exec.md.
+2 stderr, 3 the end as JSON, 4 a terminal's size, 5 the session opened, 6 what an attached
+session waits for): docs/exec.md.
 """
 
 from __future__ import annotations
