@@ -81,8 +81,12 @@ lint: venv-test
 	promtool check rules deploy/prometheus/alerts.yml
 	promtool check config --syntax-only deploy/prometheus/prometheus.yml  # (the token file is the server's)
 
+# three workers on CI's 2 cores: most tests wait on servers, containers and clusters; a module
+# stays on one worker and the Ray tests share one (tests/conftest.py); -n 0 runs them in order
+TEST_WORKERS ?= 3
+
 test: system system-test venv-test host lint ## every test, real containers and a real server included
-	GPUYARD_TEST_PG=require $(BIN)/pytest -q
+	GPUYARD_TEST_PG=require $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 	$(MAKE) test-compiled
 
 compiled: $(COMPILED)/.built ## a copy of the package with the scheduler compiled (mypyc)

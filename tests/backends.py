@@ -28,10 +28,12 @@ ENV = "GPUYARD_TEST_PG"
 
 
 def backend_params(metafunc: pytest.Metafunc) -> list[object]:
-    """The backends one test runs on: both, unless it is `sqlite_only` or PG is off."""
+    """The backends one test runs on: both, unless it is `sqlite_only`, `one_backend` or PG
+    is off."""
     params: list[object] = [SQLITE]
     off = os.environ.get(ENV) == "off"
-    if not off and metafunc.definition.get_closest_marker("sqlite_only") is None:
+    one = any(metafunc.definition.get_closest_marker(m) for m in ("sqlite_only", "one_backend"))
+    if not off and not one:
         params.append(pytest.param(PG, marks=pytest.mark.pg))
     return params
 

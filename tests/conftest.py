@@ -15,6 +15,16 @@ from pgserver import PgServer  # noqa: E402
 from tasknetworks import nodes_under, random_subnets, remove_node_network  # noqa: E402
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Groups for pytest-xdist's `--dist loadgroup` (`make test`): a module's tests stay on
+    one worker, so its module-scoped worlds, servers and clusters are made once, and every Ray
+    test is on the same worker, one cluster at a time (they all bind 127.0.0.2-4 and Ray's
+    ports: tests/raycluster.py)."""
+    for item in items:
+        group = "ray" if item.get_closest_marker("ray") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(autouse=True)
 def task_subnets(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
     """This test's task subnet and task network (env, read by ContainerRuntime and `gpuyard

@@ -7,6 +7,10 @@ import pytest
 
 from api.conftest import CALLERS, spec
 
+# the rules are gpuyard.api.authz's, the same on either store: the store's own PostgreSQL
+# tests are the API, controller and store suites (docs/postgresql.md)
+pytestmark = pytest.mark.one_backend
+
 ANON = {"anonymous": 401, "badtoken": 401}
 
 # --- jobs: (status on the red job, status on the blue job) -------------------------------
