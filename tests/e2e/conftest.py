@@ -14,6 +14,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +24,21 @@ import pytest
 
 FAKE_GPUS = "4xA100-80GB"
 TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
+
+
+def fetch_when_served(url: str, timeout: float = 30) -> bytes:
+    """GET `url` once the app behind it listens: a task's server (through a port-forward or a
+    service) may start after its task is RUNNING, slowly on a loaded machine, and a tunnel to
+    a port nobody listens on yet is reset. Any other answer or error is the caller's."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return r.read()
+        except (ConnectionError, urllib.error.URLError) as e:
+            if isinstance(e, urllib.error.HTTPError) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def free_port() -> int:

@@ -9,12 +9,11 @@ import select
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
 
-from e2e.conftest import Server, free_port
+from e2e.conftest import Server, fetch_when_served, free_port
 from tasknetworks import nodes_under, random_subnets, remove_node_network
 
 pytestmark = [pytest.mark.e2e, pytest.mark.container]
@@ -111,8 +110,8 @@ def test_port_forward_reaches_the_http_server_inside_the_task(running):
         assert proc.stdout is not None
         assert b"Forwarding" in proc.stdout.readline()
         for _ in range(2):  # two connections, one tunnel each
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as r:
-                assert r.read().strip() == b"served-from-the-task"
+            served = fetch_when_served(f"http://127.0.0.1:{port}/")
+            assert served.strip() == b"served-from-the-task"
     finally:
         proc.terminate()
         proc.wait(10)

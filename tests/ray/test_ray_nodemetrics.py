@@ -24,14 +24,13 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from e2e.conftest import Server, free_port
+from e2e.conftest import Server, fetch_when_served, free_port
 from e2e.test_prometheus import prometheus_on, query
 from gpus.conftest import fake_nvml_dir  # noqa: F401 - fixture
 from nvmlcluster import NvmlRayCluster, gpu_uuid
@@ -268,8 +267,8 @@ def test_port_forward_reaches_an_http_server_in_a_task_on_another_ray_node(serve
         assert proc.stdout is not None
         assert b"Forwarding" in proc.stdout.readline()
         for _ in range(2):  # two connections, one stream each through the node's actor
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=20) as r:
-                assert r.read().strip() == b"served-on-ray-b"
+            served = fetch_when_served(f"http://127.0.0.1:{port}/")
+            assert served.strip() == b"served-on-ray-b"
     finally:
         proc.terminate()
         proc.wait(10)

@@ -236,9 +236,10 @@ def spares(node: ContainerRuntime) -> set[str]:
 def test_ended_and_removed_tasks_leave_no_namespace_or_rule(
     node: ContainerRuntime, tmp_path: Path
 ) -> None:
-    tasks = started(node, job(node, tmp_path, "done", ["sleep 0.3", "sleep 0.3", "sleep 0.3"],
+    tasks = started(node, job(node, tmp_path, "done", ["sleep 5", "sleep 5", "sleep 5"],
                               allow_internet=True))
-    wait_running(node, tasks[0].key)
+    for task in tasks:  # all three, before any ends (a loaded machine starts them slowly)
+        wait_running(node, task.key)
     assert len(nft_elements(node.network.table, "inet", "pairs")) == 6  # 3 tasks, both ways
     for task in tasks:
         assert wait_exited(node, task.key).reason == TaskReason.COMPLETED
