@@ -57,9 +57,15 @@ def make_job(
     attained_gpu_s: float = 0.0,
     max_runtime_s: int | None = None,
     priority_class: PriorityClass = PriorityClass.NORMAL,
+    gang: bool = True,
+    remainder: bool = False,
+    first_index: int = 0,
 ) -> JobDemand:
+    """`gang=False`: OpenPAI's gangAllocation false; `remainder`: the tasks from
+    `first_index` on of such a job that runs already (docs/scheduler.md)."""
     demands = tuple(
-        TaskDemand(role, i, Resources.of(cpu, memory_mb, gpus), gpu_type) for i in range(tasks)
+        TaskDemand(role, i, Resources.of(cpu, memory_mb, gpus), gpu_type)
+        for i in range(first_index, first_index + tasks)
     )
     order = seq if seq is not None else int("".join(c for c in job_id if c.isdigit()) or 0)
     return JobDemand(
@@ -73,6 +79,8 @@ def make_job(
         attained_gpu_s=attained_gpu_s,
         max_runtime_s=max_runtime_s,
         priority_class=priority_class,
+        gang=gang,
+        remainder=remainder,
     )
 
 

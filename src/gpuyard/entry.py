@@ -4,7 +4,8 @@
 `gpuyard.cli.fastsubmit` and `gpuyard.cli.fastjobs`, and `submit --tenant` to
 `gpuyard.cli.fasttenant` (standard library only, and PyYAML for `--tenant`: tens of
 milliseconds a call); `exec` and `port-forward` to `gpuyard.cli.fastexec` (with wsproto),
-and `run` to `gpuyard.cli.fastrun`, help included; everything else, `--help` included, goes
+`run` to `gpuyard.cli.fastrun`, and `ssh` (with its ProxyCommand, `ssh-proxy`) to
+`gpuyard.cli.fastssh`, help included; everything else, `--help` included, goes
 to the full typer command line, `gpuyard.cli.full`, which in turn imports the server, image
 and simulator commands only when one of them runs. The module is picked by name and imported
 with importlib, so starting `gpuyard` imports neither path until it knows which it needs
@@ -26,6 +27,8 @@ OWN_PARSER = {
     "exec": "gpuyard.cli.fastexec",
     "port-forward": "gpuyard.cli.fastexec",
     "run": "gpuyard.cli.fastrun",  # docs/interactive.md
+    "ssh": "gpuyard.cli.fastssh",  # docs/exec.md, *gpuyard ssh*
+    "ssh-proxy": "gpuyard.cli.fastssh",  # gpuyard ssh's ProxyCommand (hidden)
 }
 #: options of the fast commands that only the full command line has
 FULL_ONLY_OPTIONS = frozenset({"--wait", "--help", "-h"})

@@ -33,7 +33,7 @@ DOCUMENT = {
             "commands": ["echo <% $secrets.token %>"],
         }
     },
-    "extras": {"com.microsoft.pai.runtimeplugin": [{"plugin": "tensorboard"}]},
+    "extras": {"hivedScheduler": {"taskRoles": {"main": {"reservationId": "r1"}}}},
 }
 
 
@@ -54,8 +54,8 @@ def test_each_warning_is_an_event_naming_its_field(shared_world, job_id):
     r = shared_world.call("alice", "GET", f"/api/v1/jobs/{job_id}/events")
     warnings = [e["message"] for e in r.json()["events"] if e["reason"] == EVENT_REASON]
     assert not any(m.startswith("prerequisites[0].auth") for m in warnings), warnings
-    plugin = "extras.com.microsoft.pai.runtimeplugin[0].plugin: the tensorboard plugin is not run"
-    assert any(m.startswith(plugin) for m in warnings), warnings
+    reservation = "extras.hivedScheduler.taskRoles.main.reservationId: reservations are not"
+    assert any(m.startswith(reservation) for m in warnings), warnings
 
 
 def test_the_owner_gets_the_original_back_and_it_resubmits(shared_world, job_id):

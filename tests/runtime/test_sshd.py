@@ -12,7 +12,13 @@ import pytest
 
 from gpuyard.model import TaskReason
 from gpuyard.runtime.executor import ContainerRuntime
-from gpuyard.runtime.sshd import accounts, client_config, dropbear_private, known_hosts
+from gpuyard.runtime.sshd import (
+    accounts,
+    client_config,
+    dropbear_private,
+    known_hosts,
+    listen_addresses,
+)
 from gpuyard.runtime.types import SshLaunch, TaskPeer
 
 from .helpers import MakeLaunch, run_task, wait_running
@@ -44,6 +50,12 @@ def test_the_client_knows_each_task_by_name_and_address_with_the_jobs_host_key()
     assert "Host w-1\n" in client_config(shared, "task", job_keys=False)
     lines = known_hosts(servers, "ssh-ed25519 KEY").splitlines()
     assert lines[1] == "[worker-1]:20002,[10.1.0.3]:20002 ssh-ed25519 KEY"
+
+
+def test_sshd_listens_on_the_tasks_loopback_too_where_gpuyard_ssh_reaches_it() -> None:
+    assert listen_addresses("isolated", "10.1.0.2", 20001) == "10.1.0.2:20001,127.0.0.1:20001"
+    assert listen_addresses("host", "192.168.1.5", 20001) == "192.168.1.5:20001"  # the node's
+    assert listen_addresses("isolated", "127.0.0.1", 20001) == "127.0.0.1:20001"
 
 
 def test_the_host_key_is_in_dropbears_format() -> None:

@@ -31,6 +31,7 @@ from gpuyard.api.routers import (
     openpai,
     queue,
     registries,
+    tenant_storage,
     tenants,
     tokens,
     usage,
@@ -43,6 +44,7 @@ from gpuyard.api.routers import services as web_services
 from gpuyard.api.routers.leader import router as leader_router
 from gpuyard.api.routers.metrics import install_metrics
 from gpuyard.api.routers.sessions import router as sessions_router
+from gpuyard.api.routers.ssh import router as ssh_router
 from gpuyard.api.services.logstreams import LogStreams
 from gpuyard.api.services.sessions import SessionHub
 from gpuyard.controller import Controller
@@ -70,9 +72,11 @@ def create_app(controller: Controller) -> FastAPI:
         app.include_router(module.router)
     app.include_router(arrays.router)  # job arrays and POST /api/v1/jobs:batch
     app.include_router(registries.router)  # tenants' registry credentials (admins)
+    app.include_router(tenant_storage.router)  # tenants' named storage (teamwise_storage)
     install_metrics(app, controller)  # GET /metrics: the scrape token or an admin's
     app.state.sessions = SessionHub(controller)  # exec, port-forward, services (docs/exec.md)
     app.include_router(sessions_router)
+    app.include_router(ssh_router)  # GET /api/v1/jobs/{id}/ssh: gpuyard ssh's host key
     app.include_router(web_services.api)  # a job's web services (docs/services.md)
     app.include_router(web_services.portal)
     app.include_router(web.router)  # the portal's pages (docs/portal.md)

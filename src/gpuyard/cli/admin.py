@@ -11,6 +11,7 @@ tenant admins).
     gpuyard admin node drain gpu-7 --deadline 2h   (admin_nodes.py)
     gpuyard admin registry set vision registry.lan:5000 -u bot --password-stdin
                                                    (admin_registries.py)
+    gpuyard admin storage set vision datasets /mnt/nfs/vision/datasets   (admin_storage.py)
 
 Tenant options map to the tenant's fields (docs/api.md); `--set FIELD=VALUE` sets any other
 field by its API name (the value is read as JSON when it parses, else as a string).
@@ -27,6 +28,7 @@ from rich.text import Text
 from gpuyard.cli.admin_leader import leader
 from gpuyard.cli.admin_nodes import node_app
 from gpuyard.cli.admin_registries import registry_app
+from gpuyard.cli.admin_storage import storage_app
 from gpuyard.cli.basics import print_json
 from gpuyard.cli.notify import mail_app
 from gpuyard.cli.render_admin import (
@@ -53,6 +55,7 @@ admin_app.add_typer(token_app, name="token")
 admin_app.add_typer(member_app, name="member")
 admin_app.add_typer(node_app, name="node")
 admin_app.add_typer(registry_app, name="registry")  # tenants' registry logins
+admin_app.add_typer(storage_app, name="storage")  # tenants' named storage (admin_storage.py)
 admin_app.add_typer(mail_app, name="mail")  # the SMTP relay (gpuyard.cli.notify)
 admin_app.command("leader")(leader)  # which server leads (admin_leader.py, docs/ha.md)
 

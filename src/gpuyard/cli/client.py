@@ -289,6 +289,22 @@ class ApiClient:
         path = f"{API}/tenants/{quote(tenant, safe='')}/registries/{quote(registry, safe='')}"
         self._request("DELETE", path)
 
+    def storage(self, tenant: str) -> dict[str, Any]:
+        """GET /api/v1/tenants/{tenant}/storage → `{"storage": [{"name", "path", "mountPoint",
+        "readOnly", "updatedAt", "updatedBy"}]}`."""
+        return self._json("GET", f"{API}/tenants/{quote(tenant, safe='')}/storage")
+
+    def set_storage(self, tenant: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """PUT /api/v1/tenants/{tenant}/storage/{name} with `{"path", "mountPoint",
+        "readOnly"}` → the entry as listed."""
+        path = f"{API}/tenants/{quote(tenant, safe='')}/storage/{quote(name, safe='')}"
+        return self._json("PUT", path, json=body)
+
+    def remove_storage(self, tenant: str, name: str) -> None:
+        """DELETE /api/v1/tenants/{tenant}/storage/{name}."""
+        self._request("DELETE", f"{API}/tenants/{quote(tenant, safe='')}/storage/"
+                      f"{quote(name, safe='')}")  # fmt: skip
+
     # -- the nodes' images (platform admins) --------------------------------------------
 
     def images(self, nodes: list[str] | None = None) -> dict[str, Any]:

@@ -88,6 +88,11 @@ OWN_PARSER_COMMANDS: dict[str, OwnParser] = {
         "Run a command in a new interactive job and attach to it, as srun --pty (gpuyard run "
         "--help).",
     ),
+    "ssh": OwnParser(
+        "gpuyard.cli.fastssh",
+        "ssh into a running task's sshd through the platform, with your own key (gpuyard ssh "
+        "--help).",
+    ),
 }
 
 

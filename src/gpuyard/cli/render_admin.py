@@ -1,5 +1,5 @@
-"""Rich rendering of who-am-I, tenants, users, members, registry logins and new tokens (plain
-dicts in, camelCase keys as in docs/api.md; missing keys render as "-")."""
+"""Rich rendering of who-am-I, tenants, users, members, registry logins, named storage and new
+tokens (plain dicts in, camelCase keys as in docs/api.md; missing keys render as "-")."""
 
 from __future__ import annotations
 
@@ -94,6 +94,26 @@ def render_registries(console: Console, tenant: str, entries: list[dict[str, Any
         table.add_row(
             plain(e.get("registry")),
             plain(e.get("username")),
+            Text(when_summary(e.get("updatedAt"))),
+            plain(e.get("updatedBy")),
+        )
+    console.print(table)
+
+
+def render_storage(console: Console, tenant: str, entries: list[dict[str, Any]]) -> None:
+    """A tenant's named storage: name, host path, mount point, mode, when and by whom set."""
+    if not entries:
+        console.print(f"tenant {tenant} has no named storage", style="dim")
+        return
+    table = Table(header_style="bold")
+    for name in ("NAME", "PATH", "MOUNT POINT", "MODE", "UPDATED", "BY"):
+        table.add_column(name)
+    for e in entries:
+        table.add_row(
+            plain(e.get("name")),
+            plain(e.get("path")),
+            plain(e.get("mountPoint")),
+            Text("ro" if e.get("readOnly") else "rw"),
             Text(when_summary(e.get("updatedAt"))),
             plain(e.get("updatedBy")),
         )

@@ -15,6 +15,7 @@ from gpuyard.controller.interactive import HOLD_COMMAND
 from gpuyard.engine import Engine
 from gpuyard.model import Node, Tenant
 from gpuyard.model.registries import RegistryLogin, image_registry
+from gpuyard.model.storage import StorageMount
 from gpuyard.runtime.env import MASTER_PORT_LABEL
 from gpuyard.runtime.logcap import DEFAULT_LIMIT_MB
 from gpuyard.runtime.sshd import SSH_PORT_LABEL
@@ -44,6 +45,23 @@ def host_network_refused(spec: JobSpec, tenant: Tenant | None) -> str | None:
         f"tenant {tenant.name} may not run jobs in the node's network (its tasks would reach "
         "every service of the node and of the cluster); a platform admin grants it: "
         f"gpuyard admin tenant update {tenant.name} --allow-host-network"
+    )
+
+
+def launch_storage(store: Store, job: JobRecord, spec: JobSpec) -> dict[str, StorageMount]:
+    """The job's tenant's named storage by name (none read when the job names none): a job's
+    names resolve in its own tenant only, as they are now."""
+    return store.storage.mounts(job.tenant) if spec.storage else {}
+
+
+def storage_refused(spec: JobSpec, mounts: Mapping[str, StorageMount]) -> str | None:
+    """Why the job's tasks cannot start: a storage it names is gone (None: all are there)."""
+    missing = [name for name in spec.storage if name not in mounts]
+    if not missing:
+        return None
+    return (
+        f"storage {', '.join(missing)}: tenant {spec.tenant} has no such storage any more "
+        "(removed since the job was submitted)"
     )
 
 
@@ -139,6 +157,7 @@ def build_launch(
     tenant: Tenant | None = None,
     peers: tuple[TaskPeer, ...] = (),
     logins: Sequence[RegistryLogin] = (),
+    storage: Mapping[str, StorageMount] | None = None,
 ) -> TaskLaunch:
     role = spec.task_roles[task.role]
     by_index = {g.index: g for g in node.gpus}
@@ -173,4 +192,5 @@ def build_launch(
         log_limit_mb=tenant.log_limit_mb if tenant is not None else DEFAULT_LIMIT_MB,
         workspace_mb=tenant.workspace_mb if tenant is not None else None,
         image_login=image_login(logins, spec.image_of(task.role)),
+        storage=tuple((storage or {})[n] for n in spec.storage if n in (storage or {})),
     )

@@ -14,6 +14,11 @@ running are stopped (`Outcome.stop_rest`):
 Once every task has ended with no threshold reached, the job succeeded (OpenPAI's "all tasks
 completed and no policy triggered"): failures under `minFailedTasks` are tolerated.
 
+A job without gang allocation may have tasks not placed yet (`unplaced`): while no threshold
+is reached, no stop was asked and no platform failure or unasked stop happened, it waits for
+them even when every placed task has ended; once its end is decided they are cancelled (never
+placed: the end's message says how many).
+
 An interactive job ends with its session (`session_outcome`): the exit code of its command
 decides between SUCCEEDED and FAILED; a client gone or nobody attached is STOPPED.
 
@@ -28,7 +33,7 @@ import enum
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuyard.model import FailureClass, JobState, TaskReason, TaskState, failure_class
 from gpuyard.runtime.types import TaskExit
@@ -174,17 +179,39 @@ def triggered(
     return None
 
 
+def unplaced(spec: JobSpec, tasks: Sequence[TaskRecord]) -> int:
+    """Tasks of the attempt without a row yet (only a job without gang allocation has any)."""
+    return 0 if spec.gang else max(0, spec.task_count - len(tasks))
+
+
 def decide(
-    job: JobRecord, tasks: Sequence[TaskRecord], policy: Mapping[str, Completion] | None = None
+    job: JobRecord,
+    tasks: Sequence[TaskRecord],
+    policy: Mapping[str, Completion] | None = None,
+    not_placed: int = 0,
 ) -> Outcome:
     """The job's outcome once its current attempt is decided and every task has ended (else
-    WAIT, with `stop_rest` once the completion policy decided)."""
+    WAIT, with `stop_rest` once the completion policy decided). `not_placed`: tasks of a job
+    without gang allocation not placed yet; they wait, or are cancelled by its end."""
     policy = policy or {}
     if not tasks:
         return Outcome(Verdict.WAIT)
     if any(not t.state.is_final for t in tasks):
         return Outcome(Verdict.WAIT, stop_rest=triggered(job, tasks, policy) is not None)
-    if all(t.state == TaskState.SUCCEEDED for t in tasks):
+    outcome = _ended(job, tasks, policy, not_placed)
+    if not not_placed or outcome.verdict in (Verdict.WAIT, Verdict.RETRY, Verdict.RETRY_UNCOUNTED):
+        return outcome
+    note = f"{not_placed} task(s) not placed yet were cancelled"
+    return replace(outcome, message=f"{outcome.message}; {note}" if outcome.message else note)
+
+
+def _ended(
+    job: JobRecord, tasks: Sequence[TaskRecord], policy: Mapping[str, Completion], not_placed: int
+) -> Outcome:
+    """`decide` once every placed task has ended."""
+    if not_placed and _waits_for_the_rest(job, tasks, policy):
+        return Outcome(Verdict.WAIT)
+    if not not_placed and all(t.state == TaskState.SUCCEEDED for t in tasks):
         return Outcome(Verdict.SUCCEED, TaskReason.COMPLETED)
     if job.stop_requested == TaskReason.TIMEOUT:
         return Outcome(Verdict.FAIL, TaskReason.TIMEOUT, "the job ran longer than its maxRuntime")
@@ -206,6 +233,18 @@ def decide(
         return Outcome(Verdict.RETRY_UNCOUNTED, TaskReason.AGENT_ERROR, "tasks stopped unasked")
     message = f"{len(failed)} task(s) failed, fewer than their roles' minFailedTasks"
     return Outcome(Verdict.SUCCEED, TaskReason.COMPLETED, message)
+
+
+def _waits_for_the_rest(
+    job: JobRecord, tasks: Sequence[TaskRecord], policy: Mapping[str, Completion]
+) -> bool:
+    """Nothing has decided the attempt yet: its tasks not placed yet are still to run."""
+    return (
+        job.stop_requested is None
+        and first_platform_failure(tasks) is None
+        and not any(t.state == TaskState.STOPPED for t in tasks)
+        and triggered(job, tasks, policy) is None
+    )
 
 
 def session_outcome(stop_reason: str | None) -> Outcome | None:

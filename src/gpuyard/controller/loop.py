@@ -39,7 +39,9 @@ from gpuyard.controller.launch import (
     host_network_refused,
     job_peers,
     launch_logins,
+    launch_storage,
     reserve_ports,
+    storage_refused,
 )
 from gpuyard.controller.lifecycle import (
     Backoff,
@@ -49,6 +51,7 @@ from gpuyard.controller.lifecycle import (
     decide,
     platform_retry,
     task_end_state,
+    unplaced,
 )
 from gpuyard.controller.logs import TaskLogs
 from gpuyard.controller.mailer import MailDispatcher
@@ -303,7 +306,8 @@ class Controller:
                 if bound.started_at is None:  # the job's first start: how long it queued
                     delay = max(0.0, first - bound.submitted_at)
                     self.instruments.queueing_delay.labels(bound.tenant).observe(delay)
-            outcome = decide(job, tasks, completion_policy(self._spec(job)))
+            spec = self._spec(job)
+            outcome = decide(job, tasks, completion_policy(spec), unplaced(spec, tasks))
             if outcome.stop_rest:  # the completion policy decided: stop the tasks still running
                 self._stop_tasks(tasks)
             self._apply_outcome(job, outcome, tasks)
@@ -440,12 +444,14 @@ class Controller:
         queued = [j for j in waiting if j.not_before is None or j.not_before <= now]
         if backing_off:  # a platform failure's backoff: not placed, holds nothing
             self.store.jobs.set_pending({j.id: _backoff_pending(j) for j in backing_off})
-        if not queued:
+        partly = self._views.partly_placed()  # gang: false, their tasks placed as they fit
+        if not queued and not partly:
             return
         began = time.perf_counter()
-        view = self._views.build(nodes, queued, self.clock.now())
+        view = self._views.build(nodes, queued, self.clock.now(), partly)
         # the scheduler assumed its placements on its snapshot; bind commits, start tells the node
         result = self.scheduler.cycle(view)
+        waiting_ids = {j.id for j in queued}  # (a running job's remainder has no pending row)
         for p in result.preempt:
             log.info("preempting %s for %s: %s", p.job_id, p.for_job_id, p.reason)
             self.preempt(p.job_id, p.grace_s)
@@ -460,25 +466,28 @@ class Controller:
                     _eta_basis(r),
                 )
                 for jid, r in result.pending_reasons.items()
+                if jid in waiting_ids
             }
         )
         by_id = {j.id: j for j in queued}
+        more = {j.id: j for j in partly}  # their remainders: admitted, they add tasks
         node_by_name = {n.name: n for n in nodes}
         launches = []
         for placement, admission in zip(result.admit, result.admissions, strict=True):
-            job = by_id[placement.job_id]
-            bound = self.store.jobs.bind(
-                job.id, job.attempt, _new_tasks(placement), admission.borrowed
-            )
+            job = by_id.get(placement.job_id) or more[placement.job_id]
+            bind = self.store.jobs.bind if job.id in by_id else self.store.jobs.bind_more
+            bound = bind(job.id, job.attempt, _new_tasks(placement), admission.borrowed)
             tenant = view.tenants.get(job.tenant) if view.tenants else None
             peers = self._peers(job, bound, node_by_name, tenant)
             if peers is None:
                 continue
             logins = launch_logins(self.store, job)
+            storage = launch_storage(self.store, job, self._spec(job))
             for task in bound:
                 node = node_by_name[task.node]
                 launch = build_launch(
-                    job, self._spec(job), task, node, self.pids_limit, tenant, peers, logins
+                    job, self._spec(job), task, node, self.pids_limit, tenant, peers, logins,
+                    storage,
                 )
                 launch = with_ssh(launch, self._spec(job), self.store.secrets)
                 launches.append((task, launch))
@@ -495,6 +504,8 @@ class Controller:
         spec = self._spec(job)
         if refused := host_network_refused(spec, tenant):
             return self._fail_bound(bound, TaskReason.INVALID_SPEC, f"hostNetwork: {refused}")
+        if refused := storage_refused(spec, launch_storage(self.store, job, spec)):
+            return self._fail_bound(bound, TaskReason.INVALID_SPEC, refused)
         try:
             ports = reserve_ports(self.store, spec, bound, self.port_range)
         except PortsExhausted as e:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 
+from gpuyard.runtime.sshd import public_line
 from gpuyard.runtime.types import SshLaunch, TaskLaunch
 from gpuyard.spec import JobSpec
 from gpuyard.store.secrets import SecretBox
@@ -35,6 +36,11 @@ def ssh_launch(spec: JobSpec, job_id: str, attempt: int, secrets: SecretBox) -> 
         barrier_s=ssh.barrier_timeout_s if ssh.barrier else 0,
         required=ssh.required,
     )
+
+
+def host_public_key(secrets: SecretBox, job_id: str, attempt: int) -> str:
+    """The OpenSSH public host key of a job attempt's tasks (what `gpuyard ssh` checks)."""
+    return public_line(_seed(secrets, "host", job_id, attempt))
 
 
 def with_ssh(launch: TaskLaunch, spec: JobSpec, secrets: SecretBox) -> TaskLaunch:

@@ -6,6 +6,11 @@ holding resources become `RunningJob`s, and tenants with a GPU-hour budget get t
 in the current period. Both kinds of job carry how many times they were preempted (the
 store's count) and their expected run time (`runtimes.py`: learned from their user's
 succeeded jobs, capped by maxRuntime).
+
+A bound job without gang allocation (`gang: false`) whose tasks are not all placed yet is
+also queued demand: its remainder (`JobDemand.remainder`), the tasks of its attempt without
+a task row, with the job's id. It is shown until a stop is asked or sent (a cancel, a
+preemption, its completion policy decided): then the unplaced tasks are never placed.
 """
 
 from __future__ import annotations
@@ -66,14 +71,26 @@ class ViewBuilder:
         self._spec_of = spec_of
         self._runtimes = runtimes
         self._demands: dict[tuple[str, int, int], JobDemand] = {}
+        self._rests: dict[tuple[str, int, int, int], JobDemand] = {}  # by tasks placed
 
-    def build(self, nodes: Sequence[Node], queued: Sequence[JobRecord], now: float) -> ClusterView:
+    def partly_placed(self) -> list[JobRecord]:
+        """Bound jobs without gang allocation that may still place tasks (no stop asked)."""
+        bound = self._store.jobs.in_states(JobState.SCHEDULED, JobState.RUNNING)
+        return [j for j in bound if j.stop_requested is None and not self._spec_of(j).gang]
+
+    def build(
+        self,
+        nodes: Sequence[Node],
+        queued: Sequence[JobRecord],
+        now: float,
+        partly_placed: Sequence[JobRecord] = (),
+    ) -> ClusterView:
         tenants = {t.name: t for t in self._store.tenants.tenants()}
         return ClusterView(
             nodes=nodes,
             tenants=tenants,
             running=self._running(),
-            queued=self._queued(queued, now),
+            queued=self._queued(queued, now) + self._remainders(partly_placed, now),
             usage=self._usage(tenants.values(), now),
             now=now,
         )
@@ -84,19 +101,44 @@ class ViewBuilder:
         fresh = [j for j in queued if _demand_key(j) not in self._demands]
         attained = self._store.usage.attained_by_job((j.id for j in fresh), now)
         for job in fresh:
-            spec = self._spec_of(job)
-            self._demands[_demand_key(job)] = replace(
-                job_demand(spec, job.id, job.seq),
-                tenant=job.tenant,
-                priority=job.priority,  # `gpuyard priority` changes it after submission
-                owner=job.owner,
-                submitted_at=job.queued_at or job.submitted_at,
-                attained_gpu_s=attained.get(job.id, 0.0),
-                max_runtime_s=spec.max_runtime_s,
-                expected_runtime_s=self._runtimes.expected_s(job, spec.max_runtime_s),
-                preemptions=job.preemptions,
-            )
+            self._demands[_demand_key(job)] = self._demand(job, attained.get(job.id, 0.0))
         return [self._demands[_demand_key(j)] for j in queued]
+
+    def _demand(self, job: JobRecord, attained_gpu_s: float) -> JobDemand:
+        spec = self._spec_of(job)
+        return replace(
+            job_demand(spec, job.id, job.seq),
+            tenant=job.tenant,
+            priority=job.priority,  # `gpuyard priority` changes it after submission
+            owner=job.owner,
+            submitted_at=job.queued_at or job.submitted_at,
+            attained_gpu_s=attained_gpu_s,
+            max_runtime_s=spec.max_runtime_s,
+            expected_runtime_s=self._runtimes.expected_s(job, spec.max_runtime_s),
+            preemptions=job.preemptions,
+        )
+
+    def _remainders(self, jobs: Sequence[JobRecord], now: float) -> list[JobDemand]:
+        """The tasks not placed yet of bound jobs without gang allocation, one demand each."""
+        out, keep = [], {}
+        for job in jobs:
+            tasks = self._store.jobs.tasks(job.id, attempt=job.attempt)
+            if any(t.stop_sent for t in tasks):  # the attempt is decided (or being stopped)
+                continue
+            placed = {(t.role, t.index) for t in tasks}
+            if len(placed) >= self._spec_of(job).task_count:
+                continue
+            key = (job.id, job.attempt, job.priority, len(placed))
+            known = self._rests.get(key)
+            if known is None:
+                attained = self._store.usage.attained_by_job([job.id], now).get(job.id, 0.0)
+                full = self._demand(job, attained)
+                rest = tuple(t for t in full.tasks if (t.role, t.index) not in placed)
+                known = replace(full.with_tasks(rest), remainder=True)
+            keep[key] = known
+            out.append(known)
+        self._rests = keep
+        return out
 
     def _running(self) -> list[RunningJob]:
         by_job: dict[str, list[TaskRecord]] = defaultdict(list)

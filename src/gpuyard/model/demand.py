@@ -83,6 +83,11 @@ class JobDemand(Value):
     nothing is known. Never trusted to end a job: it only orders backfill and ETAs.
     `preemptions`: how many times the job was preempted so far.
     `priority_class`: `PriorityClass` (its `standing` orders it inside its tenant).
+    `gang`: all its tasks start together (the default); False (OpenPAI's `gangAllocation:
+    false`): when they do not all fit, the most of them that fit now start (at least one)
+    and the others wait (docs/scheduler.md, Jobs without gang allocation).
+    `remainder`: these are the tasks not placed yet of a `gang=False` job that already runs
+    (same `job_id`); admitting them adds tasks to that job. It never preempts anyone.
     """
 
     job_id: str
@@ -98,6 +103,8 @@ class JobDemand(Value):
     expected_runtime_s: float | None = None
     preemptions: int = 0
     priority_class: PriorityClass = PriorityClass.NORMAL
+    gang: bool = True
+    remainder: bool = False
     total: Resources = field(init=False, repr=False, compare=False)  # of all its tasks
 
     def __post_init__(self) -> None:
@@ -113,3 +120,23 @@ class JobDemand(Value):
     @property
     def opportunistic_class(self) -> bool:
         return self.priority_class is PriorityClass.OPPORTUNISTIC
+
+    def with_tasks(self, tasks: tuple[TaskDemand, ...]) -> JobDemand:
+        """The same job asking for `tasks` only (a part of a `gang=False` job)."""
+        return JobDemand(
+            self.job_id,
+            self.tenant,
+            self.priority,
+            self.seq,
+            tasks,
+            self.owner,
+            self.submitted_at,
+            self.attained_gpu_s,
+            self.max_runtime_s,
+            self.oracle_duration_s,
+            self.expected_runtime_s,
+            self.preemptions,
+            self.priority_class,
+            self.gang,
+            self.remainder,
+        )

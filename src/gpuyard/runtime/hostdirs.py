@@ -1,4 +1,5 @@
-"""A task's host dirs (`dataDir` at /data, `outputDir` at /output), checked and pinned at launch.
+"""A task's host dirs (`dataDir` at /data, `outputDir` at /output, and its tenant's named
+`storage` at their mount points), checked and pinned at launch.
 
 What the submit-time check saw may have changed by the time a task starts: roots were edited,
 or a task of the same tenant swapped a path component for a symlink. So on the node, at
@@ -32,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from gpuyard.model.storage import mount_point_problem, overlapping
 from gpuyard.runtime.errors import LaunchInvalid
 from gpuyard.runtime.overlay import MERGED, mounted_under, unmount
 from gpuyard.runtime.safepath import DIR_FLAGS, PathRefused, open_beneath
@@ -45,6 +47,7 @@ MOUNT_ATTR_RDONLY = 0x1
 AT_RECURSIVE = 0x8000
 MOUNTS_DIR = "mnt"
 PIN_NAMES = ("data", "output")
+STORAGE_PIN = "storage-"  # + the storage's name: its pin under <task dir>/mnt
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -59,7 +62,7 @@ class _MountAttr(ctypes.Structure):
 
 @dataclass(frozen=True, slots=True)
 class HostDir:
-    field: str  # dataDir | outputDir
+    field: str  # dataDir | outputDir | storage.NAME
     path: str  # as the spec gave it
     create: bool  # outputDir: made if missing
     name: str  # its pin under <task dir>/mnt
@@ -71,7 +74,14 @@ def host_dirs(launch: TaskLaunch) -> list[HostDir]:
         out.append(HostDir("dataDir", launch.data_dir, False, "data"))
     if launch.output_dir:
         out.append(HostDir("outputDir", launch.output_dir, True, "output"))
+    for m in launch.storage:  # an admin's dir: never made here
+        out.append(HostDir(storage_field(m.name), m.path, False, STORAGE_PIN + m.name))
     return out
+
+
+def storage_field(name: str) -> str:
+    """The pinned-dirs key of the named storage `name` (`storage.NAME`)."""
+    return f"storage.{name}"
 
 
 def root_of(path: str, roots: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
@@ -138,8 +148,18 @@ def bind_fd(fd: int, target: Path) -> None:
         raise error
 
 
+def check_mount_points(launch: TaskLaunch) -> None:
+    """The named storage's mount points: each below /mnt, none hiding another."""
+    for m in launch.storage:
+        if (problem := mount_point_problem(m.mount_point)) is not None:
+            raise LaunchInvalid(f"storage {m.name}: its mount point {m.mount_point} {problem}")
+    if (clash := overlapping([m.mount_point for m in launch.storage])) is not None:
+        raise LaunchInvalid(f"storage mount points {clash[0]} and {clash[1]} overlap")
+
+
 def mount_host_dirs(launch: TaskLaunch, task_dir: Path, private: Path) -> dict[str, str]:
     """Check, open and pin each host dir; field → the pinned path to bind into the container."""
+    check_mount_points(launch)
     pinned: dict[str, str] = {}
     for d in host_dirs(launch):
         fd = pin(d, launch, private)
@@ -155,7 +175,10 @@ def mount_host_dirs(launch: TaskLaunch, task_dir: Path, private: Path) -> dict[s
 
 def release_pins(task_dir: Path) -> None:
     """Unmount the task's pins (once its container holds its own copies); idempotent."""
-    for name in PIN_NAMES:
+    names = list(PIN_NAMES)
+    with contextlib.suppress(OSError):
+        names += [n for n in os.listdir(task_dir / MOUNTS_DIR) if n.startswith(STORAGE_PIN)]
+    for name in names:
         unmount(task_dir / MOUNTS_DIR / name)
 
 

@@ -11,10 +11,11 @@ What a task gets:
   devices: deny all but runc's default set (`devices.py`; a task's real GPUs are added to it by
   `gpusetup.apply_gpu_setup`).
 - the root from a `RootfsSource` (host root read-only, or an image's copy-on-write overlay),
-  `/data` read-only, `/output` read-write (bound from what `hostdirs` pinned at launch, never
-  from the spec's path), a private writable `/workspace` (a tmpfs of the task's disk quota,
-  `diskquota.py`; its HOME, and its
-  cwd unless the image has a WorkingDir), private tmpfs /tmp, and a /dev/shm as large as its
+  `/data` read-only, `/output` read-write, the tenant's named storage at its mount points
+  below /mnt, read-only or not as its admin set it (all bound from what `hostdirs` pinned at
+  launch, never from a path; a host root gets a tmpfs /mnt to hold the mount points), a
+  private writable `/workspace` (a tmpfs of the task's disk quota, `diskquota.py`; its HOME,
+  and its cwd unless the image has a WorkingDir), private tmpfs /tmp, and a /dev/shm as large as its
   memory limit (tmpfs pages count against it anyway).
 - the job's hosts file (`write_hosts_files`): `<address> <role>-<index>` for every task of the
   attempt, at `/run/gpuyard/hosts` (`env.HOSTS_FILE`), and the same lines after the localhost
@@ -34,12 +35,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gpuyard.model.storage import MOUNT_PARENT
 from gpuyard.runtime.cgroups import swap_accounting
 from gpuyard.runtime.devices import default_cgroup_devices
 from gpuyard.runtime.diskquota import workspace_mount
 from gpuyard.runtime.env import HOSTS_FILE, WORKDIR, build_env, hostname_of, hosts_text
+from gpuyard.runtime.hostdirs import storage_field
 from gpuyard.runtime.imageconfig import ImageConfig, process_args
-from gpuyard.runtime.rootfs import Mount, Rootfs, bind
+from gpuyard.runtime.rootfs import Mount, Rootfs, bind, tmpfs
 from gpuyard.runtime.seccomp import UNCONFINED, task_seccomp
 from gpuyard.runtime.types import TaskLaunch
 
@@ -151,6 +154,21 @@ def task_mounts(
     return mounts
 
 
+def storage_mounts(
+    launch: TaskLaunch, pinned: Mapping[str, str], readonly_root: bool
+) -> list[Mount]:
+    """The named storage `hostdirs.mount_host_dirs` pinned, each at its mount point (below
+    /mnt: on a read-only host root, a tmpfs /mnt first, to hold the mount points)."""
+    mounts = [
+        bind(pinned[storage_field(m.name)], m.mount_point, readonly=m.read_only)
+        for m in launch.storage
+        if storage_field(m.name) in pinned
+    ]
+    if mounts and readonly_root:
+        mounts.insert(0, tmpfs(MOUNT_PARENT, "mode=0755"))
+    return mounts
+
+
 def resources(launch: TaskLaunch) -> dict[str, Any]:
     limit = launch.memory_mb * MB
     memory: dict[str, Any] = {"limit": limit}
@@ -231,6 +249,7 @@ def build_config(
     workspace = workspace_mount(launch, proc["user"]["uid"], proc["user"]["gid"])
     mounts = system_mounts(launch.memory_mb) + list(rootfs.mounts)
     mounts += task_mounts(work_dir, pinned or {}, workspace)
+    mounts += storage_mounts(launch, pinned or {}, rootfs.readonly)
     if hosts_dir is not None:
         mounts += hosts_mounts(hosts_dir, rootfs.readonly)
     return {

@@ -32,7 +32,7 @@ Mount = dict[str, Any]
 HOST_VIEW = frozenset({"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "opt"})
 HOST_PATHS_ENV = "GPUYARD_HOST_PATHS"  # more host paths to show, ':'-separated
 MASKED_FILES = ("/etc/shadow", "/etc/gshadow")
-OWN_DIRS = ("proc", "sys", "dev", "tmp", "run", "data", "output", "workspace")
+OWN_DIRS = ("proc", "sys", "dev", "tmp", "run", "data", "output", "workspace", "mnt")
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,8 @@ What a task of a job with `ssh` gets (docs/openpai.md, *ssh*; docs/security.md, 
 - **Start.** The node's kit (`sshkit.py`) at `/run/gpuyard/sshd`; the task's process becomes
   `/bin/sh /run/gpuyard/sshd/init LISTEN REQUIRED BARRIER HOSTS -- <its args>`, which starts
   Dropbear as the task's own user (no capability, no root) on the task's own address and its
-  `ssh` port only (`-p address:port`), public keys only (`-s`), with the task's environment
+  `ssh` port only (`-p address:port`; and on the task's loopback, where `gpuyard ssh` reaches
+  it through the platform's port stream), public keys only (`-s`), with the task's environment
   (`-e`: a session sees `PAI_*`, `PATH`, ...), then `exec`s the task's command. sshd dies with
   the task (its pid namespace).
 """
@@ -46,6 +47,7 @@ KIT_POINT = "sshd"  # the kit's mount point in the task's hosts dir
 PASSWD, GROUP = "etc-passwd", "etc-group"  # in the task dir
 USER_NAME = "task"
 SHELL = "/bin/sh"
+LOOPBACK = "127.0.0.1"
 MAX_ACCOUNTS_BYTES = 1024 * 1024  # an image's passwd or group file read at most this far
 
 
@@ -177,7 +179,7 @@ def _key_files(ssh: SshLaunch, host_key: str) -> Iterable[tuple[str, str | bytes
 
 
 def write_ssh_files(task_dir: Path, launch: TaskLaunch, ssh: SshLaunch, user: str) -> str:
-    """The task's ssh dir (keys, config, known hosts); gives the sshd's LISTEN address."""
+    """The task's ssh dir (keys, config, known hosts); gives the sshd's LISTEN addresses."""
     me = next((p for p in launch.peers if (p.role, p.index) == (launch.role, launch.index)), None)
     port = _ssh_port(me) if me is not None else None
     if me is None or port is None:
@@ -193,7 +195,17 @@ def write_ssh_files(task_dir: Path, launch: TaskLaunch, ssh: SshLaunch, user: st
         _write(keys / name, data, uid, gid)
     _write(keys / "config", client_config(servers, user, bool(ssh.job_seed)), uid, gid)
     _write(keys / "known_hosts", known_hosts(servers, host_key), uid, gid)
-    return f"{me.address}:{port}"
+    return listen_addresses(launch.network, me.address, port)
+
+
+def listen_addresses(network: str, address: str, port: int) -> str:
+    """Where sshd listens, comma-separated: the task's address, and its loopback (where
+    `gpuyard ssh` reaches it through the platform, as port-forward does) unless the task is
+    in its node's network (that loopback is the node's)."""
+    listen = [f"{address}:{port}"]
+    if network != "host" and address != LOOPBACK:
+        listen.append(f"{LOOPBACK}:{port}")
+    return ",".join(listen)
 
 
 def prepare_ssh(config: dict[str, Any], task_dir: Path, launch: TaskLaunch, root: Rootfs,

@@ -36,8 +36,8 @@ CLIENT = f"""#!/bin/sh
 exec {CONTAINER_DIR}/lib/ld.so --library-path {CONTAINER_DIR}/lib {CONTAINER_DIR}/libexec/ssh "$@"
 """
 
-# argv: LISTEN REQUIRED BARRIER_S HOSTS -- COMMAND...; shell builtins only (a busybox image
-# has few programs), the kit's own sleep
+# argv: LISTEN (address:port,...) REQUIRED BARRIER_S HOSTS -- COMMAND...; shell builtins
+# only (a busybox image has few programs), the kit's own sleep
 INIT = f"""#!/bin/sh
 # gpuyard: sshd beside the task's command (the ssh plugin, docs/openpai.md)
 kit={CONTAINER_DIR}
@@ -52,7 +52,11 @@ failed() {{
   [ -f "$log" ] && while IFS= read -r line; do echo "  $line" >&2; done < "$log"
   [ "$required" = 1 ] && exit 1
 }}
-run "$kit/libexec/dropbear" -F -E -e -s -m -r {KEYS_DIR}/sshd_host_key -p "$listen" \\
+ports= spaces=$IFS IFS=,
+for address in $listen; do ports="$ports -p $address"; done
+IFS=$spaces
+# shellcheck disable=SC2086 # one -p per address (LISTEN is comma-separated, no spaces)
+run "$kit/libexec/dropbear" -F -E -e -s -m -r {KEYS_DIR}/sshd_host_key $ports \\
   -P "$pidfile" 2>"$log" &
 sshd=$! waited=0
 while [ ! -s "$pidfile" ]; do

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from gpuyard.model import GpuDevice
 from gpuyard.model.registries import RegistryLogin
+from gpuyard.model.storage import StorageMount
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,9 @@ class TaskLaunch:
     # registry); None: no credentials at all, not even the node's (runtime/registryauth.py)
     image_login: RegistryLogin | None = None
     ssh: SshLaunch | None = None  # sshd in the task (runtime/sshd.py)
+    # the tenant's named storage the job asked for (`storage`, OpenPAI's teamwise_storage):
+    # each walked beneath `storage_roots` at launch and pinned as data_dir is (hostdirs.py)
+    storage: tuple[StorageMount, ...] = ()
 
 
 class TaskPhase(enum.StrEnum):

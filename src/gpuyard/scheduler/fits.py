@@ -43,7 +43,15 @@ class ShapeFits:
             self._never = {}
 
     def never(self, job: JobDemand) -> PendingReason | None:
-        """Why `job` cannot run even on the idle cluster; None when it can."""
+        """Why `job` cannot run even on the idle cluster; None when it can. A job without
+        gang allocation can when each of its tasks can on its own."""
+        if not job.gang and len(job.tasks) > 1:
+            kinds = {(t.resources, t.gpu_type, t.gpu_share): t for t in job.tasks}
+            for t in kinds.values():
+                reason = self.never(job.with_tasks((t,)))
+                if reason is not None:
+                    return reason
+            return None
         shape = shape_of(job)
         if shape not in self._never:
             self._never[shape] = self._compute(job)

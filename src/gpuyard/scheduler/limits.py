@@ -4,6 +4,10 @@ A user's GPUs and running jobs count the tenant's running jobs of that owner plu
 admitted earlier in the same cycle. A job without an owner is not limited. A tenant whose
 `usage.gpu_hours` reached its `gpu_hour_budget` admits nothing new until the period ends
 (running jobs go on); its queued jobs wait with `BudgetExhausted`.
+
+A job without gang allocation is refused only when not even its smallest task fits under
+the owner's GPU limit (it starts with the tasks that do, `gpu_room`); the not yet placed
+tasks of such a running job (`JobDemand.remainder`) are not a new job for the job limit.
 """
 
 from __future__ import annotations
@@ -31,9 +35,10 @@ class UserLimits:
         if t is None or job.owner is None or not _has_user_limits(t):
             return None
         key = (job.tenant, job.owner)
-        gpus = job.total.gpus
+        gpus = job.total.gpus if job.gang else min(x.resources.gpus for x in job.tasks)
         if (
-            t.max_running_jobs_per_user is not None
+            not job.remainder
+            and t.max_running_jobs_per_user is not None
             and self.jobs[key] >= t.max_running_jobs_per_user
         ):
             return PendingReason(
@@ -49,10 +54,17 @@ class UserLimits:
             )
         return None
 
+    def gpu_room(self, job: JobDemand) -> int | None:
+        """How many more whole GPUs `job`'s owner may take in its tenant (None: no limit)."""
+        t = self.tenants.get(job.tenant)
+        if t is None or job.owner is None or t.max_gpus_per_user is None:
+            return None
+        return t.max_gpus_per_user - self.gpus[job.tenant, job.owner]
+
     def admitted(self, job: JobDemand) -> None:
         if job.owner is not None and job.tenant in self.tenants:
             self.gpus[job.tenant, job.owner] += job.total.gpus
-            self.jobs[job.tenant, job.owner] += 1
+            self.jobs[job.tenant, job.owner] += 0 if job.remainder else 1
 
 
 def _has_user_limits(t: Tenant) -> bool:

@@ -63,8 +63,14 @@ def is_aged(job: JobDemand, now: float, config: SchedulerConfig) -> bool:
 
 
 def widest_task(job: JobDemand) -> int:
-    """The most whole GPUs one task of `job` needs on one node (0: none needs any)."""
-    return max((t.resources.gpus for t in job.tasks if t.gpu_share is None), default=0)
+    """The most whole GPUs one task of `job` needs on one node (0: none needs any); of a job
+    without gang allocation, which starts with any one task, the least."""
+    sizes = [t.resources.gpus for t in job.tasks if t.gpu_share is None]
+    if not job.gang and len(sizes) < len(job.tasks):
+        return 0  # one of its tasks needs no whole GPU
+    if not job.gang:
+        return min(sizes, default=0)
+    return max(sizes, default=0)
 
 
 class TenantQueues:

@@ -34,11 +34,19 @@ from gpuyard.scheduler.view import Admission, ClusterView, Preemption, Scheduler
 
 ALL_WAKE = frozenset({CPU, MEMORY})
 WAITS_FOR_CAPACITY = frozenset({PendingCode.INSUFFICIENT, PendingCode.FRAGMENTED})
+MORE = "+more"  # the snapshot's key for tasks added to a running job (`charge_key`)
 
 
 def charged_to(job: JobDemand) -> str:
     """The book entry `job` is charged to (`quota.quota_tenant`)."""
     return quota_tenant(job.tenant, job.opportunistic_class)
+
+
+def charge_key(job: JobDemand) -> str:
+    """Under which key the snapshot holds what `job` is admitted with: its id, or, for the
+    remainder of a running job (which the snapshot holds under the id), a key of its own
+    (the next view has the added tasks in the running job, and this key is refunded)."""
+    return job.job_id + MORE if job.remainder else job.job_id
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -170,7 +178,7 @@ class Round:
             return False
         while self.advance(tenant) and self.cursor[tenant] - at <= self.config.backfill_window:
             job = self.head(tenant)
-            misfit = self.misfits.get((tenant, self.facts(job).shape))
+            misfit = self.misfits.get((tenant, self.facts(job).shape)) if job.gang else None
             if misfit is None:
                 return True
             self.reasons[job.job_id] = misfit
@@ -206,6 +214,8 @@ class Round:
         self, job: JobDemand, flavors: list[str | None], gpus: int
     ) -> PendingReason | None:
         book = self.state.book
+        if not job.gang:  # it needs room for one task at a time
+            gpus = max(t.resources.gpus for t in job.tasks)
         if not gpus or not book.enabled:
             return None
         caps = [book.max_allowed(charged_to(job), f) for f in flavors if f is not None]
@@ -281,6 +291,10 @@ class Round:
                 self._admit(head, placement, verdict)
                 return placement
             physical.append((flavor, verdict))
+        if not head.gang:
+            part = self._admit_part(head)
+            if part is not None:
+                return part
         if self.backfilling(tenant):
             if self._demotes(head):
                 made_room = self._reclaim(head, physical)
@@ -291,7 +305,7 @@ class Round:
             reason = self._misfit(head, refusals, physical)
             if physical:
                 self._want(head, reason, frozenset(f or CPU for f, _ in physical))
-            if not head.opportunistic_class:  # (its refusal may be for idle capacity only)
+            if not head.opportunistic_class and head.gang:  # (idle capacity only; a part)
                 self.misfits[(tenant, self.facts(head).shape)] = reason
             self.reasons[head.job_id] = reason
             return Blocked(reason)
@@ -342,18 +356,61 @@ class Round:
         end = expected_end(job, self.view.now)
         if self.reservation is not None and end is not None:  # later checks see it end
             bisect.insort(self._by_deadline(), (end, job.job_id, job.max_runtime_s is None))
-        self.state.charge(job.job_id, charged_to(job), placement.tasks)
+        self.state.charge(charge_key(job), charged_to(job), placement.tasks)
         self.users.admitted(job)
         self.admitted.append(placement)
         self.admissions.append(Admission(job.job_id, job.tenant, verdict.borrowed))
+
+    def _admit_part(self, head: JobDemand) -> JobPlacement | None:
+        """A job without gang allocation whose tasks do not all fit now: its first tasks (in
+        rank order), as many as quota, placement and its owner's GPU limit allow and at least
+        one, start; the others wait as the job's remainder."""
+        for flavor in self._flavors(head):
+            if head.opportunistic_class and self._wanted_by(flavor) is not None:
+                continue
+            found = self._most_tasks(head, flavor)
+            if found is not None and not self._delays_reserved(found[0], found[1]):
+                self._admit(found[0], found[1], found[2])
+                return found[1]
+        return None
+
+    def _most_tasks(
+        self, job: JobDemand, flavor: str | None
+    ) -> tuple[JobDemand, JobPlacement, QuotaVerdict] | None:
+        """The most first tasks of `job` that may start now on `flavor` (a binary search over
+        their number: fewer tasks never need more room), with their placement and verdict."""
+        room = self.users.gpu_room(job)
+        book, snapshot = self.state.book, self.state.snapshot
+
+        def trial(k: int) -> tuple[JobDemand, JobPlacement, QuotaVerdict] | None:
+            part = job.with_tasks(job.tasks[:k])
+            if room is not None and part.total.gpus > room:
+                return None
+            usage = book.normalise(charged_to(part), job_usage(part, flavor))
+            verdict = book.verdict_normalised(charged_to(part), usage, self.state.free)
+            if verdict.blocked:
+                return None
+            placement = place_gang(snapshot, part, flavor)
+            return None if placement is None else (part, placement, verdict)
+
+        best = trial(1)
+        lo, hi = 1, len(job.tasks) - 1
+        while best is not None and lo < hi:
+            mid = (lo + hi + 1) // 2
+            found = trial(mid)
+            if found is None:
+                hi = mid - 1
+            else:
+                best, lo = found, mid
+        return best
 
     # ---- reclaim and priority preemption -------------------------------------------------
 
     def _reclaim(
         self, head: JobDemand, physical: list[tuple[str | None, QuotaVerdict]]
     ) -> Blocked | None:
-        if head.opportunistic_class:
-            return None  # it runs on idle capacity only: it stops nobody
+        if head.opportunistic_class or head.remainder:
+            return None  # it runs on idle capacity only / a running job's rest: stops nobody
         own = self.view.tenants.get(head.tenant)
         demotable = self._demotion_now(head)
         may = (own is not None and own.priority_preemption) or self._opportunistic_runs()

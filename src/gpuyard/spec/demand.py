@@ -39,4 +39,5 @@ def job_demand(spec: JobSpec, job_id: str, seq: int) -> JobDemand:
         seq=seq,
         tasks=tasks,
         priority_class=spec.priority_class,
+        gang=spec.gang,
     )

@@ -193,6 +193,11 @@ class JobSpec:
     # a session's job (`gpuyard run`, docs/interactive.md): its tasks are held open, the
     # command runs in the session attached to it, and the job ends with that session
     interactive: bool = False
+    # the tenant's named storage its tasks mount (OpenPAI's teamwise_storage; spec/storage.py)
+    storage: tuple[str, ...] = ()
+    # all tasks start together (default); False: as they fit (OpenPAI's gangAllocation: false,
+    # docs/scheduler.md, Jobs without gang allocation)
+    gang: bool = True
 
     def __post_init__(self) -> None:
         # own copies, so that the caller's dicts cannot change this value later
@@ -224,8 +229,8 @@ class JobSpec:
         return sum(r.task_number * r.whole_gpus for r in self.task_roles.values())
 
     def to_document(self) -> dict[str, Any]:
-        """Our format, every field present (`after`, `priorityClass`, `ssh`, `services`
-        and `interactive` only when given);
+        """Our format, every field present (`after`, `priorityClass`, `ssh`, `services`,
+        `interactive`, `storage` and `gang` only when given);
         `parse_job_spec(doc) == self`."""
         after: dict[str, Any] = {"after": self.after.to_document()} if self.after else {}
         if self.priority_class is not PriorityClass.NORMAL:
@@ -248,4 +253,6 @@ class JobSpec:
             **({"services": {s.name: s.to_document() for s in self.services}}
                if self.services else {}),
             **({"interactive": True} if self.interactive else {}),
+            **({"storage": list(self.storage)} if self.storage else {}),
+            **({"gang": False} if not self.gang else {}),
         }

@@ -27,6 +27,7 @@ from gpuyard.spec.openpai_extras import Extras, read_extras
 from gpuyard.spec.openpai_hooks import Scope, plugin_hooks, prerequisite_hooks
 from gpuyard.spec.openpai_plugins import plugin_fields
 from gpuyard.spec.openpai_script import entrypoint, script
+from gpuyard.spec.openpai_storage import storage_fields
 from gpuyard.spec.ours import parse_ours
 from gpuyard.spec.paienv import SHM_MIN_MB
 from gpuyard.spec.registryauth import check_auth
@@ -401,6 +402,9 @@ def _translate(errs: Errors, doc: dict[Any, Any], ctx: _Context) -> dict[str, An
     ours["tenant"] = defaults.get("virtualCluster")
     if ctx.extras.priority_class is not None:  # HiveD's jobPriorityClass (openpai_extras.py)
         ours["priorityClass"] = ctx.extras.priority_class.value
+    extras = doc.get("extras")
+    if isinstance(extras, dict) and "gangAllocation" in extras:  # our `gang`
+        ours["gang"], ctx.paths["gang"] = extras["gangAllocation"], "extras.gangAllocation"
     roles = doc.get("taskRoles")
     if not isinstance(roles, dict):
         ours["taskRoles"] = roles
@@ -410,7 +414,8 @@ def _translate(errs: Errors, doc: dict[Any, Any], ctx: _Context) -> dict[str, An
         name: _translate_role(errs, ctx, name, role, doc) for name, role in roles.items()
     }
     _place_images(ours, images)
-    ours.update(plugin_fields(errs, ctx.warns, doc, ctx.paths))  # ssh, teamwise_storage
+    ours.update(plugin_fields(errs, ctx.warns, doc, ctx.paths))  # ssh
+    ours.update(storage_fields(errs, ctx.warns, doc, ctx.paths))  # teamwise_storage
     return ours
 
 

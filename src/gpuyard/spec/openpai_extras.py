@@ -9,7 +9,7 @@
 - `hivedScheduler.jobPriorityClass`: our `priorityClass` (`PRIORITY_CLASSES`: prod → prod,
   test → normal, oppo → opportunistic; crit → prod with a warning); another name is
   refused, as OpenPAI refuses it.
-- `gangAllocation: false`: a warning (every job is placed as a gang here).
+- `gangAllocation`: our `gang` (openpai.py): false, the job's tasks start as they fit.
 - `submitFrom`: where the job was submitted from (the portal, an SDK): no effect, as on OpenPAI.
 - anything else: a warning (accepted, not used).
 """
@@ -129,8 +129,7 @@ def read_extras(errs: Errors, warns: Warnings, doc: dict[Any, Any]) -> Extras:
         elif key == HIVED:
             _hived(errs, warns, body, doc.get("taskRoles"), out)
         elif key == "gangAllocation":
-            if body is False:
-                warns.add(path, "not honoured yet: the job's tasks start together, as one gang")
+            pass  # our `gang` (openpai.py reads it)
         elif key not in INFO_ONLY:
             warns.add(path, "unknown extras field: not used")
     return out

@@ -9,8 +9,9 @@
   commands: [...]}]`: taskStarts commands run in the listed order before the role's commands,
   taskSucceeds ones in reverse order after them; `require: [names]` come first.
 
-`ssh` becomes our `ssh` field (openpai_plugins.py); other plugins are accepted with a
-warning (`teamwise_storage`, `tensorboard`: not run yet; others: unknown). Commands may hold
+`ssh` becomes our `ssh` field (openpai_plugins.py), `teamwise_storage` our `storage`
+(openpai_storage.py); `tensorboard` a hook that starts TensorBoard and our `services`
+(openpai_tensorboard.py); other plugins are accepted with a warning (unknown). Commands may hold
 `<% $parameters.x %>` references like the role's.
 """
 
@@ -22,17 +23,15 @@ from typing import Any
 from gpuyard.spec.errors import Errors, got, item, join
 from gpuyard.spec.notices import Warnings
 from gpuyard.spec.openpai_script import Hook
+from gpuyard.spec.openpai_tensorboard import TENSORBOARD_PLUGIN, board_hook, read_board
 from gpuyard.spec.templates import substitute
 
 PLUGINS_KEY = "com.microsoft.pai.runtimeplugin"
 PLUGINS_PATH = f"extras.{PLUGINS_KEY}"
 CMD_PLUGIN = "cmd"
 CMD_PREREQUISITE_PLUGIN = "com.microsoft.pai.runtimeplugin.cmd"
-NOT_RUN_YET = {
-    "teamwise_storage": "the teamwise_storage plugin is not run yet: no storage is mounted",
-    "tensorboard": "the tensorboard plugin is not run yet: no TensorBoard is started",
-}
-CONVERTED = ("ssh",)  # our `ssh` (openpai_plugins.py)
+NOT_RUN_YET: dict[str, str] = {}  # known plugins not run yet: name → what happens
+CONVERTED = ("ssh", "teamwise_storage")  # our `ssh`, `storage` (openpai_plugins.py, _storage.py)
 EVENTS = {"taskStarts": "before", "taskSucceeds": "after"}
 FAILURE_POLICIES = ("fail", "ignore")
 
@@ -72,7 +71,8 @@ def _failure_policy(errs: Errors, path: str, entry: dict[Any, Any]) -> bool:
 
 
 def check_plugins(errs: Errors, warns: Warnings, value: object) -> list[tuple[int, dict]]:
-    """The `cmd` plugins of the list (index, entry); warnings for the others."""
+    """The `cmd` plugins and the first `tensorboard` one (index, entry); errors for a
+    tensorboard plugin's parameters, warnings for the others."""
     if value is None:
         return []
     if not isinstance(value, list):
@@ -86,6 +86,12 @@ def check_plugins(errs: Errors, warns: Warnings, value: object) -> list[tuple[in
             errs.add(where, f"must be a mapping with plugin (its name) and parameters{got(entry)}")
         elif name == CMD_PLUGIN:
             out.append((i, entry))
+        elif name == TENSORBOARD_PLUGIN:
+            if any(e.get("plugin") == TENSORBOARD_PLUGIN for _, e in out):
+                message = "a second tensorboard plugin: only the first is run"
+                warns.add(join(where, "plugin"), message)
+            elif read_board(errs, warns, where, entry) is not None:
+                out.append((i, entry))
         elif name not in CONVERTED:
             message = NOT_RUN_YET.get(name, f"unknown plugin {name!r}: not run")
             warns.add(join(where, "plugin"), message)
@@ -136,7 +142,13 @@ def plugin_hooks(errs: Errors, scope: Scope, plugins: list, role: str) -> RoleHo
     """The role's hooks from the `cmd` plugins that apply to it; post hooks in reverse."""
     hooks = RoleHooks()
     for i, entry in plugins:
-        if _applies(entry, role):
+        if not _applies(entry, role):
+            continue
+        if entry.get("plugin") == TENSORBOARD_PLUGIN:  # checked by check_plugins already
+            board = read_board(Errors(), Warnings(), item(PLUGINS_PATH, i), entry)
+            if board is not None:
+                hooks.before.append(board_hook(item(PLUGINS_PATH, i), board))
+        else:
             _cmd_plugin(errs, scope, i, entry, hooks)
     hooks.after.reverse()
     return hooks

@@ -1,4 +1,5 @@
-"""OpenPAI's `ssh` runtime plugin → our `ssh` field.
+"""OpenPAI's `ssh` runtime plugin → our `ssh` field (and the `tensorboard` plugin → our
+`services`, openpai_tensorboard.py).
 
 - `{plugin: ssh, parameters: {jobssh, userssh: {type, value}, sshbarrier, sshbarrierTimeout},
   taskroles, failurePolicy}` (kube-runtime `plugins/ssh`): `jobssh: true` gives every task the
@@ -21,6 +22,12 @@ from gpuyard.spec.errors import Errors, got, item, join
 from gpuyard.spec.fields import as_number
 from gpuyard.spec.notices import Warnings
 from gpuyard.spec.openpai_hooks import PLUGINS_PATH
+from gpuyard.spec.openpai_tensorboard import (
+    SERVICE,
+    TENSORBOARD_PLUGIN,
+    read_board,
+    service_fields,
+)
 from gpuyard.spec.runtimeplugins import DEFAULT_BARRIER_S, public_key_lines
 
 SSH_PLUGIN = "ssh"
@@ -117,4 +124,22 @@ def plugin_fields(
             out["ssh"] = ssh
             paths["ssh.taskRoles"] = join(where, "taskroles")
             paths["ssh"] = where
+    out.update(_tensorboard(doc, plugins, paths))
     return out
+
+
+def _tensorboard(
+    doc: dict[Any, Any], plugins: list[Any], paths: dict[str, str]
+) -> dict[str, Any]:
+    """Our `services: {tensorboard: ...}` from the first tensorboard plugin (its parameters
+    are checked, and warned about, by openpai_hooks.check_plugins)."""
+    at = next((i for i, e in enumerate(plugins) if isinstance(e, dict)
+               and e.get("plugin") == TENSORBOARD_PLUGIN), None)  # fmt: skip
+    if at is None:
+        return {}
+    board = read_board(Errors(), Warnings(), item(PLUGINS_PATH, at), plugins[at])
+    roles = doc.get("taskRoles")
+    if board is None or not isinstance(roles, dict):
+        return {}
+    paths[f"services.{SERVICE}"] = item(PLUGINS_PATH, at)
+    return service_fields(board, [str(r) for r in roles])

@@ -34,6 +34,7 @@ from gpuyard.spec.fields import (
 from gpuyard.spec.models import JobSpec, TaskRoleSpec
 from gpuyard.spec.runtimeplugins import check_ssh_roles, read_ssh
 from gpuyard.spec.services import check_service_tasks, read_services
+from gpuyard.spec.storage import read_storage
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +205,8 @@ JOB_TABLE: tuple[Row, ...] = (
     ("ssh", "ssh", read_ssh, None),
     ("services", "services", read_services, ()),
     ("interactive", "interactive", read_flag, False),
+    ("storage", "storage", read_storage, ()),
+    ("gang", "gang", read_flag, True),
     ("taskRoles", "task_roles", read_roles, Required(_TASK_ROLES_WHAT)),
 )
 

@@ -40,6 +40,7 @@ from gpuyard.store.notify import MailSettings, NotifyPrefs, NotifyRepo, NotifyWh
 from gpuyard.store.records import EventRecord, JobRecord, Pending, TaskRecord
 from gpuyard.store.registries import RegistryEntry, RegistryRepo
 from gpuyard.store.secrets import SecretBox
+from gpuyard.store.storage import StorageEntry, StorageRepo
 from gpuyard.store.tenants import (
     TenantExists,
     TenantNotFound,
@@ -75,6 +76,7 @@ class Store:
     notify: NotifyRepo  # e-mail notifications: users' addresses, the SMTP relay
     arrays: ArrayRepo  # batch submissions, job arrays, what dependencies read (arrays.py)
     registries: RegistryRepo  # tenants' registry credentials, passwords sealed
+    storage: StorageRepo  # tenants' named storage (OpenPAI's teamwise_storage)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -110,12 +112,15 @@ def open_store(
         NotifyRepo(sessions, clk, secrets),
         ArrayRepo(sessions, clk, secrets),
         registries=RegistryRepo(sessions, clk, secrets),
+        storage=StorageRepo(sessions, clk),
     )
 
 
 __all__ = [
     "RegistryEntry",
     "RegistryRepo",
+    "StorageEntry",
+    "StorageRepo",
     "ArrayChild",
     "ArrayRecord",
     "ArrayRepo",

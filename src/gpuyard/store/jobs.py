@@ -377,23 +377,45 @@ class JobRepo:
             _move(s, row, JobState.SCHEDULED, how, _where(tasks), now)
             _write_pending(row, None)
             row.borrowed = json.dumps([[f, n] for f, n in borrowed])
-            rows = [
-                TaskRow(
-                    job_id=job_id,
-                    attempt=attempt,
-                    role=t.role,
-                    idx=t.index,
-                    key=task_key(job_id, attempt, t.role, t.index),
-                    state=TaskState.STARTING,
-                    node=t.node,
-                    gpus=json.dumps(list(t.gpus)),
-                    gpu_memory_mb=t.gpu_memory_mb,
-                    cpu_milli=t.cpu_milli,
-                    memory_mb=t.memory_mb,
-                    stop_sent=False,
+            rows = _task_rows(job_id, attempt, tasks)
+            s.add_all(rows)
+            s.flush()
+            return [TaskRecord.of(r) for r in rows]
+
+    def bind_more(
+        self,
+        job_id: str,
+        attempt: int,
+        tasks: Sequence[NewTask],
+        borrowed: Sequence[tuple[str, int]] = (),
+    ) -> list[TaskRecord]:
+        """Add placed tasks to a bound job without gang allocation (its remainder, admitted):
+        one STARTING task row each and an event, in one transaction; nothing (an empty list)
+        unless the job is still SCHEDULED or RUNNING in `attempt`, no stop was asked or sent
+        (the attempt is not decided) and none of the tasks has a row yet. `borrowed` is added
+        to the job's."""
+        now = self._clock.now()
+        with self._sessions.begin() as s:
+            row = _locked(s, job_id)
+            if row is None or row.attempt != attempt or row.stop_requested is not None:
+                return []
+            if row.state not in (JobState.SCHEDULED, JobState.RUNNING):
+                return []
+            have = s.execute(
+                select(TaskRow.role, TaskRow.idx, TaskRow.stop_sent).where(
+                    TaskRow.job_id == job_id, TaskRow.attempt == attempt
                 )
-                for t in tasks
-            ]
+            ).all()
+            placed = {(r, i) for r, i, _ in have}
+            if any(sent for _, _, sent in have) or any((t.role, t.index) in placed for t in tasks):
+                return []
+            took = dict((str(f), int(n)) for f, n in json.loads(row.borrowed or "[]"))
+            for f, n in borrowed:
+                took[f] = took.get(f, 0) + n
+            row.borrowed = json.dumps([[f, n] for f, n in took.items()])
+            state = JobState(row.state)
+            s.add(_event(row, state, state, "TasksScheduled", _where(tasks), now))
+            rows = _task_rows(job_id, attempt, tasks)
             s.add_all(rows)
             s.flush()
             return [TaskRecord.of(r) for r in rows]
@@ -580,6 +602,26 @@ def _task_event(
         reason=reason,
         message=message,
     )
+
+
+def _task_rows(job_id: str, attempt: int, tasks: Sequence[NewTask]) -> list[TaskRow]:
+    return [
+        TaskRow(
+            job_id=job_id,
+            attempt=attempt,
+            role=t.role,
+            idx=t.index,
+            key=task_key(job_id, attempt, t.role, t.index),
+            state=TaskState.STARTING,
+            node=t.node,
+            gpus=json.dumps(list(t.gpus)),
+            gpu_memory_mb=t.gpu_memory_mb,
+            cpu_milli=t.cpu_milli,
+            memory_mb=t.memory_mb,
+            stop_sent=False,
+        )
+        for t in tasks
+    ]
 
 
 def _where(tasks: Sequence[NewTask]) -> str:

@@ -136,6 +136,20 @@ class NodeRepo:
                 out[req.task_id] = tuple(ports)
             return out
 
+    def task_ports(self, task_id: int) -> dict[str, tuple[int, ...]]:
+        """Label → the ports reserved for a task (empty once it has ended and they are
+        freed)."""
+        with self._sessions() as s:
+            rows = s.execute(
+                select(TaskPortRow.label, TaskPortRow.port)
+                .where(TaskPortRow.task_id == task_id)
+                .order_by(TaskPortRow.port)
+            )
+            out: dict[str, tuple[int, ...]] = {}
+            for label, port in rows:
+                out[label] = (*out.get(label, ()), port)
+            return out
+
     def held_ports(self, node: str) -> dict[int, int]:
         """Port → task id of the ports held on `node` by tasks that have not ended."""
         with self._sessions() as s:

@@ -271,3 +271,20 @@ class RegistryCredentialRow(Base):
     password_sealed: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[float] = mapped_column(Float)
     updated_by: Mapped[str | None] = mapped_column(String(64))
+
+
+class TenantStorageRow(Base):
+    """A tenant's named storage (store/storage.py, model/storage.py): what a job's `storage`
+    (OpenPAI's teamwise_storage) mounts by name. Set by a platform admin."""
+
+    __tablename__ = "tenant_storage"
+
+    tenant: Mapped[str] = mapped_column(
+        ForeignKey("tenants.name", ondelete="CASCADE"), primary_key=True
+    )
+    name: Mapped[str] = mapped_column(String(63), primary_key=True)
+    path: Mapped[str] = mapped_column(String(4096))
+    mount_point: Mapped[str] = mapped_column(String(1024))
+    read_only: Mapped[bool] = mapped_column(Boolean, default=True)
+    updated_at: Mapped[float] = mapped_column(Float)
+    updated_by: Mapped[str | None] = mapped_column(String(64))

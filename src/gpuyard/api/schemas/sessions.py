@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
@@ -34,9 +34,10 @@ class ExecIn(In):
 
 
 class PortIn(In):
-    """`port`: a TCP port on the task's own loopback; `session`: the client's name for one
+    """`port`: a TCP port on the task's own loopback, or `"ssh"`: the task's sshd port
+    (`gpuyard ssh`, resolved by the server); `session`: the client's name for one
     `port-forward` run, so that its many connections are one event on the job."""
 
-    port: Annotated[StrictInt, Field(ge=1, le=65535)]
+    port: Annotated[StrictInt, Field(ge=1, le=65535)] | Literal["ssh"]
     task: Task = None
     session: Annotated[StrictStr | None, Field(max_length=64)] = None

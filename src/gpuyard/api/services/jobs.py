@@ -33,6 +33,7 @@ from gpuyard.api.services.dependencies import after_errors
 from gpuyard.api.services.images import job_images
 from gpuyard.api.services.logstreams import Claim, LogStreams
 from gpuyard.api.services.storage import storage_errors
+from gpuyard.api.services.tenant_storage import job_storage_errors
 from gpuyard.api.services.webhooks import webhook_errors
 from gpuyard.controller import Controller, LogUnavailable
 from gpuyard.controller.launch import host_network_refused
@@ -89,6 +90,8 @@ def new_job(
     if tenant is None:  # deleted since read_spec
         raise SpecError([FieldError("tenant", f"there is no tenant {spec.tenant!r}")])
     errors = storage_errors(spec, tenant.tenant) + webhook_errors(spec, tenant.tenant)
+    original = loaded.original if loaded is not None else None
+    errors += job_storage_errors(ctl, spec, tenant.tenant, original)  # its own tenant's only
     if refused := host_network_refused(spec, tenant.tenant):
         errors.append(FieldError("hostNetwork", refused))
     if (user := ctl.store.users.get(owner)) is not None and (
@@ -104,7 +107,6 @@ def new_job(
         errors.append(FieldError("array", "a job array is submitted with POST /api/v1/jobs"))
     if errors:
         raise SpecError(errors)
-    original = loaded.original if loaded is not None else None
     return NewJob(
         spec.name,
         spec.tenant,

@@ -31,6 +31,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from gpuyard.api.authz import JobAction, authorize_job
 from gpuyard.api.schemas.sessions import ExecIn, PortIn
 from gpuyard.api.services.jobs import get_job, pick_task
+from gpuyard.api.services.sshaccess import task_port
 from gpuyard.controller import Controller
 from gpuyard.controller.sessions import Session, SessionUnavailable, TaskSessions
 from gpuyard.store import JobRecord, TaskRecord, UserRecord
@@ -120,12 +121,13 @@ def open_port(ctl: Controller, hub: SessionHub, caller: UserRecord, job_id: str,
               ) -> Session:
     """Authorise as exec, record `PortForward` once per client run, connect to the port."""
     task = _task_of(ctl, caller, job_id, body.task)
+    port, named = task_port(ctl, job_id, task, body.port)  # `"ssh"`: its sshd's (gpuyard ssh)
     key = (caller.name, job_id, task.name, str(body.port), body.session or "")
     if body.session is None or hub.first_time(key):
         ctl.store.jobs.record_event(
-            job_id, "PortForward", f"{caller.name} connected to port {body.port} of {task.name}"
+            job_id, "PortForward", f"{caller.name} connected to {named} of {task.name}"
         )
-    return hub.tasks.port(task, body.port)
+    return hub.tasks.port(task, port)
 
 
 @dataclass

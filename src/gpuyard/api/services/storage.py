@@ -32,12 +32,13 @@ def storage_errors(spec: JobSpec, tenant: Tenant) -> list[FieldError]:
     errors = []
     for path, attr in DIR_FIELDS:
         value = getattr(spec, attr)
-        if value and (problem := _problem(value, tenant)):
+        if value and (problem := root_problem(value, tenant)):
             errors.append(FieldError(path, problem))
     return errors
 
 
-def _problem(value: str, tenant: Tenant) -> str | None:
+def root_problem(value: str, tenant: Tenant) -> str | None:
+    """Why the host path `value` is not under one of `tenant`'s storage roots (None: it is)."""
     try:
         if any(is_under(value, root) for root in tenant.storage_roots):
             return None

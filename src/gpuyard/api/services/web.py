@@ -22,6 +22,7 @@ from gpuyard.api.authz import Forbidden, authorize_submit
 from gpuyard.api.schemas import NodeList
 from gpuyard.api.services import jobs as job_svc
 from gpuyard.api.services.storage import storage_errors
+from gpuyard.api.services.tenant_storage import job_storage_errors
 from gpuyard.controller import Controller, LogUnavailable
 from gpuyard.spec import FieldError, FieldWarning, JobSpec, LoadedJob, SpecError
 from gpuyard.store import JobRecord, UserRecord
@@ -79,7 +80,10 @@ def check_spec(ctl: Controller, caller: UserRecord, text: str) -> Checked:
     except Forbidden as exc:
         return Checked(spec, [FieldError("tenant", str(exc))], loaded)
     tenant = ctl.store.tenants.get(spec.tenant)
-    return Checked(spec, storage_errors(spec, tenant.tenant) if tenant else [], loaded)
+    if tenant is None:
+        return Checked(spec, [], loaded)
+    named = job_storage_errors(ctl, spec, tenant.tenant, loaded.original)
+    return Checked(spec, storage_errors(spec, tenant.tenant) + named, loaded)
 
 
 def examples() -> dict[str, str]:
