@@ -9,6 +9,7 @@ import pytest
 
 from gpuyard.model import GpuDevice, TaskReason
 from gpuyard.runtime.env import build_env
+from gpuyard.runtime.errors import LaunchInvalid
 from gpuyard.runtime.exits import (
     LOG_LINES,
     exit_reason,
@@ -17,11 +18,13 @@ from gpuyard.runtime.exits import (
     tail_lines,
     with_log,
 )
-from gpuyard.runtime.oci import build_config, hostname
+from gpuyard.runtime.imageconfig import ImageConfig
+from gpuyard.runtime.oci import CAPABILITIES, MAPPED_CAPABILITIES, build_config, hostname
 from gpuyard.runtime.ociruntime import OciRuntime, release_exec_fifo, starts_in_process
 from gpuyard.runtime.rootfs import HostRootfs, Rootfs
 from gpuyard.runtime.taskdir import TaskDir, check_key, exit_from_json, exit_to_json
 from gpuyard.runtime.types import TaskExit, TaskLaunch
+from gpuyard.runtime.userns import ID_BLOCK, task_ids
 
 
 def launch(**fields: object) -> TaskLaunch:
@@ -101,6 +104,51 @@ def test_config_limits_namespaces_and_mounts(tmp_path: Path) -> None:
     assert process["cwd"] == "/workspace" and process["terminal"] is False
     assert process["noNewPrivileges"] is True
     assert config["root"] == {"path": str(tmp_path / "root"), "readonly": True}
+
+
+BASE = 1 << 30
+
+
+@pytest.mark.parametrize(
+    ("image_user", "userns", "on_image", "expected"),
+    [
+        (None, True, True, (0, 0, BASE, BASE, BASE)),  # root in its namespace
+        ((1000, 100), True, True, (1000, 100, BASE + 1000, BASE + 100, BASE)),  # image's USER
+        (None, False, True, (BASE, BASE, BASE, BASE, None)),  # node without namespaces
+        (None, True, False, (BASE, BASE, BASE, BASE, None)),  # host root: never mapped
+        ((1000, 100), False, True, (BASE, BASE, BASE, BASE, None)),  # as before: tenant's uid
+    ],
+)
+def test_task_ids(image_user, userns, on_image, expected) -> None:
+    task = launch(run_as=(BASE, BASE), userns_base=BASE, image="x" if on_image else None)
+    image = ImageConfig("x", user=image_user) if on_image else None
+    ids = task_ids(task, image, userns)
+    assert (ids.uid, ids.gid, ids.host_uid, ids.host_gid, ids.base) == expected
+
+
+def test_an_image_user_outside_the_block_is_refused() -> None:
+    task = launch(run_as=(BASE, BASE), userns_base=BASE, image="x")
+    with pytest.raises(LaunchInvalid, match="below 65536"):
+        task_ids(task, ImageConfig("x", user=(ID_BLOCK, 0)), True)
+
+
+def test_a_mapped_task_gets_a_user_namespace_and_dockers_capabilities(tmp_path: Path) -> None:
+    task = launch(run_as=(BASE, BASE), userns_base=BASE, image="x")
+    rootfs = Rootfs(tmp_path / "root", readonly=False, image=ImageConfig("x", has_shell=True))
+    mapped = build_config(task, rootfs, tmp_path / "w", ids=task_ids(task, rootfs.image, True))
+    linux, process = mapped["linux"], mapped["process"]
+    assert "user" in {n["type"] for n in linux["namespaces"]}
+    assert linux["uidMappings"] == linux["gidMappings"] == [
+        {"containerID": 0, "hostID": BASE, "size": ID_BLOCK}
+    ]
+    assert process["user"] == {"uid": 0, "gid": 0}
+    assert process["capabilities"]["effective"] == MAPPED_CAPABILITIES
+    assert "CAP_SYS_ADMIN" not in MAPPED_CAPABILITIES
+    plain = build_config(task, rootfs, tmp_path / "w")  # no namespace: the tenant's uid, none
+    assert "user" not in {n["type"] for n in plain["linux"]["namespaces"]}
+    assert "uidMappings" not in plain["linux"] and plain["process"]["user"]["uid"] == BASE
+    assert plain["process"]["capabilities"]["bounding"] == CAPABILITIES
+    assert plain["process"]["capabilities"]["effective"] == []
 
 
 def test_host_rootfs_mirrors_the_host_top_level(tmp_path: Path) -> None:

@@ -37,6 +37,15 @@ def run_as(tenant: Tenant | None) -> tuple[int, int]:
     return (tenant.uid, tenant.uid) if tenant.uid is not None else NOBODY
 
 
+def userns_base(tenant: Tenant | None) -> int | None:
+    """The id block a task's user namespace maps onto (runtime/userns.py: root in the
+    container, the tenant's uid on the host); None where the tenant's tasks are host root
+    (`allowRoot`, or no tenants) or it has no block yet."""
+    if tenant is None or tenant.allow_root:
+        return None
+    return tenant.uid
+
+
 def host_network_refused(spec: JobSpec, tenant: Tenant | None) -> str | None:
     """Why the job may not have `hostNetwork: true` (None: it does not ask, or may)."""
     if not spec.host_network or tenant is None or tenant.allow_host_network:
@@ -180,6 +189,7 @@ def build_launch(
         pids_limit=pids_limit,
         resumed=task.attempt > 1,
         run_as=run_as(tenant),
+        userns_base=userns_base(tenant),
         role_task_counts=tuple((name, r.task_number) for name, r in spec.task_roles.items()),
         job_env=tuple(sorted((job_env(spec, job.owner) | array_env(job)).items())),
         gpu_memory_mb=task.gpu_memory_mb,

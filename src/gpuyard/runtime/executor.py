@@ -70,6 +70,7 @@ from gpuyard.runtime.taskdir import (
 )
 from gpuyard.runtime.tasknet import NetConfig, TaskNetworks
 from gpuyard.runtime.types import TaskExit, TaskLaunch, TaskPhase, TaskStatus
+from gpuyard.runtime.userns import USERNS_ENV, task_ids, userns_problem
 from gpuyard.runtime.zygote import Zygote, ZygoteError, ZygoteLost
 
 log = logging.getLogger("gpuyard.runtime")
@@ -95,6 +96,7 @@ class ContainerRuntime:
         cgroup_parent: str = CGROUP_PARENT,  # tasks' cgroups go under it (tests: another)
         node_pids_limit: int | None = None,  # on the parent; None: capacity - reserve
         network: NetConfig | None = None,  # the task subnet (None: $GPUYARD_TASK_SUBNET or default)
+        userns: bool | None = None,  # user namespaces (None: where the node can, userns.py)
     ) -> None:
         self.state_root = Path(state_root).resolve()
         if (was := private_dir(self.state_root)) is not None:  # env secrets, logs: root only
@@ -121,6 +123,7 @@ class ContainerRuntime:
         # each task's network namespace, address and rules (tasknet.py)
         self.network = TaskNetworks(self.state_root, self.tasks_dir, network or NetConfig.of())
         self.images = ImageStore(self.state_root)
+        self.userns = self._userns(userns)
         self.sshkit = SshKit(self.state_root)  # sshd for ssh tasks (sshkit.py)
         self.waiting = WaitingTasks(  # tasks waiting for their image: pullwait.py
             self.tasks_dir, self.images, lambda td, launch: self._launch(td, launch, undo=False)
@@ -137,6 +140,17 @@ class ContainerRuntime:
         resumed = self.waiting.resume()  # tasks that waited for their image when a server died
         if resumed:
             log.info("%d tasks wait for their image again", resumed)
+
+    def _userns(self, wanted: bool | None) -> bool:
+        """Whether tasks run in user namespaces here: asked for (or not refused by
+        `$GPUYARD_USERNS=0`) and possible over this node's images."""
+        if wanted is False or (wanted is None and os.environ.get(USERNS_ENV) == "0"):
+            return False
+        problem = userns_problem(self.images.root)
+        if problem is not None:
+            log.warning("tasks run without user namespaces (as their tenant's uid, not root): "
+                        "%s", problem)  # fmt: skip
+        return problem is None
 
     def _start_zygote(self) -> Zygote | None:
         """The supervisor forker, started now so that it is warm by the first task."""
@@ -159,7 +173,8 @@ class ContainerRuntime:
         if td is None:
             raise RuntimeStartError("an image root needs the task's state dir")
         image = self.images.resolve(launch.image, login=launch.image_login)  # checked: private
-        root = overlay_root(image.lower, td.path, image.config, quota_mb(launch))
+        id_base = launch.userns_base if self.userns else None
+        root = overlay_root(image.lower, td.path, image.config, quota_mb(launch), id_base)
         return root, image.digest
 
     def _live_keys(self) -> set[str]:
@@ -183,17 +198,17 @@ class ContainerRuntime:
     def _write_task(self, td: TaskDir, launch: TaskLaunch) -> None:
         td.bundle.mkdir()
         td.work.mkdir()
-        uid, gid = launch.run_as
-        os.chown(td.work, uid, gid)
-        # dataDir/outputDir: walked beneath the tenant's roots as the task's user, pinned
-        pinned = mount_host_dirs(launch, td.path, self.state_root)
         rootfs, digest = self._rootfs(launch, td)
+        ids = task_ids(launch, rootfs.image, self.userns)  # root in its namespace, or not
+        # dataDir/outputDir: walked beneath the tenant's roots as the tenant's uid, pinned
+        pinned = mount_host_dirs(launch, td.path, self.state_root, ids.base is not None)
+        os.chown(td.work, ids.host_uid, ids.host_gid)
         if launch.peers:  # a job's task: its hosts files, mounted by build_config
             write_hosts_files(td.path, launch)
         hosts = td.path if launch.peers else None
-        config = build_config(launch, rootfs, td.work, hosts, pinned, self.cgroup_parent)
+        config = build_config(launch, rootfs, td.work, hosts, pinned, self.cgroup_parent, ids)
         if launch.ssh is not None:  # sshd before the command (sshd.py)
-            prepare_ssh(config, td.path, launch, rootfs, self.sshkit.path())
+            prepare_ssh(config, td.path, launch, rootfs, self.sshkit.path(), ids)
         self.network.attach(config, launch, td.path)  # its own namespace, address and rules
         driver = apply_gpu_setup(config, launch.gpus, self.gpu_setup, host_root=not launch.image)
         precompile_seccomp(self.rt.name, config)  # crun loads it as is (seccompbpf.py)

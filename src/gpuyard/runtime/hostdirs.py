@@ -38,11 +38,11 @@ from gpuyard.runtime.errors import LaunchInvalid
 from gpuyard.runtime.overlay import MERGED, mounted_under, unmount
 from gpuyard.runtime.safepath import DIR_FLAGS, PathRefused, open_beneath
 from gpuyard.runtime.types import TaskLaunch
+from gpuyard.runtime.userns import SYS_MOUNT_SETATTR, MountAttr, mapped_roots
 
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
-SYS_MOUNT_SETATTR = 442  # the unified syscall table
 MOUNT_ATTR_RDONLY = 0x1
 AT_RECURSIVE = 0x8000
 MOUNTS_DIR = "mnt"
@@ -51,21 +51,13 @@ STORAGE_PIN = "storage-"  # + the storage's name: its pin under <task dir>/mnt
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-class _MountAttr(ctypes.Structure):
-    _fields_ = [
-        ("attr_set", ctypes.c_uint64),
-        ("attr_clr", ctypes.c_uint64),
-        ("propagation", ctypes.c_uint64),
-        ("userns_fd", ctypes.c_uint64),
-    ]
-
-
 @dataclass(frozen=True, slots=True)
 class HostDir:
     field: str  # dataDir | outputDir | storage.NAME
     path: str  # as the spec gave it
     create: bool  # outputDir: made if missing
     name: str  # its pin under <task dir>/mnt
+    writable: bool = False  # bound read-write into the container
 
 
 def host_dirs(launch: TaskLaunch) -> list[HostDir]:
@@ -73,9 +65,10 @@ def host_dirs(launch: TaskLaunch) -> list[HostDir]:
     if launch.data_dir:
         out.append(HostDir("dataDir", launch.data_dir, False, "data"))
     if launch.output_dir:
-        out.append(HostDir("outputDir", launch.output_dir, True, "output"))
+        out.append(HostDir("outputDir", launch.output_dir, True, "output", writable=True))
     for m in launch.storage:  # an admin's dir: never made here
-        out.append(HostDir(storage_field(m.name), m.path, False, STORAGE_PIN + m.name))
+        name = STORAGE_PIN + m.name
+        out.append(HostDir(storage_field(m.name), m.path, False, name, not m.read_only))
     return out
 
 
@@ -133,12 +126,13 @@ def _fail(what: str, target: Path) -> OSError:
     return OSError(err, f"cannot {what} {target}: {os.strerror(err)}")
 
 
-def bind_fd(fd: int, target: Path) -> None:
-    """Bind what `fd` is (not what a path now names) onto `target`: private, read-only here."""
+def bind_fd(fd: int, target: Path, read_only: bool = True) -> None:
+    """Bind what `fd` is (not what a path now names) onto `target`: private, read-only here
+    unless told otherwise."""
     source, dest = f"/proc/self/fd/{fd}".encode(), str(target).encode()
     if _libc.mount(source, dest, None, MS_BIND | MS_REC, None) != 0:
         raise _fail("bind", target)
-    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, MS_PRIVATE, 0)
+    attr = MountAttr(MOUNT_ATTR_RDONLY if read_only else 0, 0, MS_PRIVATE, 0)
     done = _libc.syscall(
         SYS_MOUNT_SETATTR, -100, dest, AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr)
     )
@@ -157,8 +151,12 @@ def check_mount_points(launch: TaskLaunch) -> None:
         raise LaunchInvalid(f"storage mount points {clash[0]} and {clash[1]} overlap")
 
 
-def mount_host_dirs(launch: TaskLaunch, task_dir: Path, private: Path) -> dict[str, str]:
-    """Check, open and pin each host dir; field → the pinned path to bind into the container."""
+def mount_host_dirs(launch: TaskLaunch, task_dir: Path, private: Path,
+                    mapped: bool = False) -> dict[str, str]:  # fmt: skip
+    """Check, open and pin each host dir; field → the pinned path to bind into the container.
+    For a task in a user namespace (`mapped`), a writable dir's pin is not read-only here:
+    the container's namespace could not lift that flag (it is locked there), and the pin
+    lives only until `<rt> create` has bound it (`release_pins`)."""
     check_mount_points(launch)
     pinned: dict[str, str] = {}
     for d in host_dirs(launch):
@@ -166,7 +164,7 @@ def mount_host_dirs(launch: TaskLaunch, task_dir: Path, private: Path) -> dict[s
         try:
             target = task_dir / MOUNTS_DIR / d.name
             target.mkdir(parents=True, exist_ok=True)
-            bind_fd(fd, target)
+            bind_fd(fd, target, read_only=not (mapped and d.writable))
             pinned[d.field] = str(target)
         finally:
             os.close(fd)
@@ -186,6 +184,16 @@ def release_task_mounts(task_dir: Path) -> None:
     """Unmount the task's pins and its overlay root, if any (idempotent)."""
     release_pins(task_dir)
     unmount(task_dir / MERGED)
+    for point in mapped_roots(task_dir.parent.parent, task_dir.name):  # userns.py
+        _release_point(point)
+
+
+def _release_point(point: Path) -> bool:
+    """Unmount a mapped task root and remove its dir; whether something was mounted."""
+    undone = unmount(point)
+    with contextlib.suppress(OSError):
+        point.rmdir()
+    return undone
 
 
 def remove_unmounted(task_dir: Path) -> None:
@@ -207,5 +215,10 @@ def sweep_stale_mounts(tasks_dir: Path, live: set[str]) -> list[Path]:
         if rel.parts and rel.parts[0] not in live and ours:
             with contextlib.suppress(OSError):
                 if unmount(point):
+                    undone.append(point)
+    for point in mapped_roots(tasks_dir.parent):
+        if point.name not in live:
+            with contextlib.suppress(OSError):
+                if _release_point(point):
                     undone.append(point)
     return undone

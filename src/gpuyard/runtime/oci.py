@@ -45,11 +45,19 @@ from gpuyard.runtime.imageconfig import ImageConfig, process_args
 from gpuyard.runtime.rootfs import Mount, Rootfs, bind, tmpfs
 from gpuyard.runtime.seccomp import UNCONFINED, task_seccomp
 from gpuyard.runtime.types import TaskLaunch
+from gpuyard.runtime.userns import TaskIds, task_ids
 
 MB = 1024 * 1024
 CPU_PERIOD_US = 100_000
 NOFILE = 65536
 CAPABILITIES = ["CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"]  # runc spec's set
+# root in a user namespace (userns.py): Docker's default set, what apt-get, pip and chown need;
+# each is the namespace's only (over files of the tenant's block, its own mounts and ids)
+MAPPED_CAPABILITIES = [
+    "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
+    "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+    "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+]  # fmt: skip
 MASKED_PATHS = [
     "/proc/acpi",
     "/proc/asound",
@@ -194,42 +202,51 @@ def nofile_limit() -> int:
     return NOFILE if hard == resource.RLIM_INFINITY else min(NOFILE, hard)
 
 
-def capabilities(uid: int) -> dict[str, list[str]]:
-    """root gets runc's default set; any other user none (only the bounding set stays)."""
+def task_capabilities(ids: TaskIds) -> list[str]:
+    """The bounding set: Docker's in a user namespace, else runc's three."""
+    return list(MAPPED_CAPABILITIES if ids.base is not None else CAPABILITIES)
+
+
+def capabilities(uid: int, bounding: list[str] | None = None) -> dict[str, list[str]]:
+    """root gets the whole bounding set (runc's default set unless given); any other user
+    none (only the bounding set stays)."""
+    caps = list(bounding if bounding is not None else CAPABILITIES)
     if uid == 0:
-        return {
-            kind: list(CAPABILITIES) for kind in ("bounding", "effective", "permitted", "ambient")
-        }
-    return {"bounding": list(CAPABILITIES), "effective": [], "permitted": [], "ambient": []}
+        return {kind: list(caps) for kind in ("bounding", "effective", "permitted", "ambient")}
+    return {"bounding": caps, "effective": [], "permitted": [], "ambient": []}
 
 
-def namespaces(launch: TaskLaunch) -> tuple[str, ...]:
-    """The task's own namespaces: all but the network one for a host-network task."""
-    own = ("pid", "ipc", "uts", "mount")
+def namespaces(launch: TaskLaunch, ids: TaskIds | None = None) -> tuple[str, ...]:
+    """The task's own namespaces: all but the network one for a host-network task, and a
+    user namespace where its ids are mapped (`userns.py`)."""
+    own: tuple[str, ...] = ("pid", "ipc", "uts", "mount")
+    if ids is not None and ids.base is not None:
+        own = ("user", *own)
     return own if launch.network == "host" else (*own, "network")
 
 
-def syscall_filter(launch: TaskLaunch) -> dict[str, Any]:
+def syscall_filter(launch: TaskLaunch, bounding: list[str] | None = None) -> dict[str, Any]:
     """`{"seccomp": ...}`: Docker's profile resolved for the task's capabilities (`seccomp.py`),
     or nothing where its tenant runs unconfined. The bounding set is what the profile's
     capability rules are read against: a process cannot gain a capability outside it."""
     if launch.seccomp == UNCONFINED:
         return {}
-    return {"seccomp": task_seccomp(CAPABILITIES)}
+    return {"seccomp": task_seccomp(bounding if bounding is not None else CAPABILITIES)}
 
 
-def process(launch: TaskLaunch, image: ImageConfig | None = None) -> dict[str, Any]:
+def process(launch: TaskLaunch, image: ImageConfig | None = None,
+            ids: TaskIds | None = None) -> dict[str, Any]:  # fmt: skip
+    """The task's process: its ids in the container (`userns.task_ids`), command, env."""
     nofile = nofile_limit()
-    uid, gid = launch.run_as
-    if image is not None and image.user is not None and launch.run_as == (0, 0):
-        uid, gid = image.user
+    ids = ids or task_ids(launch, image, userns=False)
+    uid, gid = ids.uid, ids.gid
     return {
         "terminal": False,
         "user": {"uid": uid, "gid": gid},
         "args": process_args(image, launch.command) if image else ["/bin/sh", "-c", launch.command],
         "env": build_env(launch, image.env if image else ()),
         "cwd": (image.workdir if image else "") or WORKDIR,
-        "capabilities": capabilities(uid),
+        "capabilities": capabilities(uid, task_capabilities(ids)),
         "rlimits": [{"type": "RLIMIT_NOFILE", "hard": nofile, "soft": nofile}],
         "noNewPrivileges": True,
     }
@@ -242,10 +259,13 @@ def build_config(
     hosts_dir: Path | None = None,
     pinned: Mapping[str, str] | None = None,
     cgroup_parent: str = CGROUP_PARENT,
+    ids: TaskIds | None = None,
 ) -> dict[str, Any]:
     """The whole config.json for `launch`, rooted at `rootfs`; with the hosts files that
-    `write_hosts_files` wrote into `hosts_dir`, if given, and the host dirs pinned for it."""
-    proc = process(launch, rootfs.image)
+    `write_hosts_files` wrote into `hosts_dir`, if given, and the host dirs pinned for it;
+    in a user namespace where `ids` map one (None: the launch's ids, no namespace)."""
+    ids = ids or task_ids(launch, rootfs.image, userns=False)
+    proc = process(launch, rootfs.image, ids)
     workspace = workspace_mount(launch, proc["user"]["uid"], proc["user"]["gid"])
     mounts = system_mounts(launch.memory_mb) + list(rootfs.mounts)
     mounts += task_mounts(work_dir, pinned or {}, workspace)
@@ -261,9 +281,10 @@ def build_config(
         "linux": {
             "resources": resources(launch),
             "cgroupsPath": cgroup_path(launch.key, cgroup_parent),
-            "namespaces": [{"type": t} for t in namespaces(launch)],
+            "namespaces": [{"type": t} for t in namespaces(launch, ids)],
+            **ids.oci_mappings(),
             "maskedPaths": [*MASKED_PATHS, *rootfs.masked],
             "readonlyPaths": list(READONLY_PATHS),
-            **syscall_filter(launch),
+            **syscall_filter(launch, task_capabilities(ids)),
         },
     }

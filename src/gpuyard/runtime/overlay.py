@@ -24,9 +24,11 @@ from gpuyard.runtime.diskquota import detached_tmpfs
 from gpuyard.runtime.errors import ImageError
 from gpuyard.runtime.imageconfig import ImageConfig
 from gpuyard.runtime.rootfs import Rootfs, tmpfs
+from gpuyard.runtime.userns import detach, idmapped_clone, mapped_root_point
 
 MNT_DETACH = 2
 MERGED, UPPER, WORK = "rootfs", "upper", "ovwork"
+MAPPED = "lower"  # the idmapped clone of the image, until the overlay holds it
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -70,11 +72,31 @@ def _fuse_mount(options: str, target: Path) -> None:
         raise ImageError(f"fuse-overlayfs failed: {e.stderr.decode(errors='replace')}") from e
 
 
-def mount_overlay(lower: Path, task_dir: Path, upper_mb: int = 0) -> OverlayDirs:
+def mount_overlay(lower: Path, task_dir: Path, upper_mb: int = 0,
+                  id_base: int | None = None) -> OverlayDirs:  # fmt: skip
     """Mount the task's copy-on-write root over `lower`; its dirs. With `upper_mb`, the upper
     and work dirs are on a detached tmpfs of that size (`diskquota.py`): the root's writes
-    fail with ENOSPC beyond it, and the tmpfs goes when the overlay is unmounted."""
+    fail with ENOSPC beyond it, and the tmpfs goes when the overlay is unmounted. With
+    `id_base`, the lower layer is an idmapped clone of `lower` showing host id x as
+    `id_base + x` (`userns.py`), detached once the overlay holds it."""
     dirs = OverlayDirs.of(task_dir)
+    if id_base is not None:  # mounted where the container's root may reach it (userns.py)
+        dirs = OverlayDirs(mapped_root_point(task_dir, id_base), dirs.upper, dirs.work)
+        mapped = task_dir / MAPPED
+        mapped.mkdir(exist_ok=True)
+        try:
+            idmapped_clone(lower, mapped, id_base)
+        except OSError as e:
+            raise ImageError(f"cannot map the image's ids for {task_dir.name}: {e}") from e
+        try:
+            return _mount_overlay(mapped, dirs, task_dir, upper_mb, id_base)
+        finally:
+            detach(mapped)
+    return _mount_overlay(lower, dirs, task_dir, upper_mb, None)
+
+
+def _mount_overlay(lower: Path, dirs: OverlayDirs, task_dir: Path, upper_mb: int,
+                   id_base: int | None) -> OverlayDirs:  # fmt: skip
     quota = detached_tmpfs(upper_mb) if upper_mb > 0 else None
     try:
         if quota is not None:  # a path to it for as long as this fd is open
@@ -82,9 +104,12 @@ def mount_overlay(lower: Path, task_dir: Path, upper_mb: int = 0) -> OverlayDirs
             dirs = OverlayDirs(dirs.merged, on_quota / UPPER, on_quota / WORK)
         for d in (dirs.merged, dirs.upper, dirs.work):
             d.mkdir(exist_ok=True)
+        if id_base is not None:  # the root dir is the upper's: the container root's
+            os.chown(dirs.upper, id_base, id_base)
+        fuse = id_base is None  # fuse-overlayfs knows no idmapped layer
         options = _options(lower, dirs)
         err = _kernel_mount(options, dirs.merged)
-        if err in (errno.EPERM, errno.ENODEV, errno.EINVAL):
+        if fuse and err in (errno.EPERM, errno.ENODEV, errno.EINVAL):
             _fuse_mount(options, dirs.merged)  # e.g. an unprivileged nested container
         elif err:
             raise ImageError(
@@ -106,15 +131,31 @@ def unmount(target: Path) -> bool:
     raise OSError(err, f"cannot unmount {target}: {os.strerror(err)}")
 
 
-def overlay_root(lower: Path, task_dir: Path, config: ImageConfig, upper_mb: int = 0) -> Rootfs:
+def overlay_root(lower: Path, task_dir: Path, config: ImageConfig, upper_mb: int = 0,
+                 id_base: int | None = None) -> Rootfs:  # fmt: skip
     """Mount the overlay and describe it as the container's writable root (its writes on a
-    tmpfs of `upper_mb` MiB, if given)."""
-    dirs = mount_overlay(lower, task_dir, upper_mb)
+    tmpfs of `upper_mb` MiB, if given; its ids mapped onto `id_base`, if given)."""
+    dirs = mount_overlay(lower, task_dir, upper_mb, id_base)
     if config.workdir:
-        workdir = dirs.merged / config.workdir.lstrip("/")
-        with contextlib.suppress(FileExistsError):
-            workdir.mkdir(parents=True)  # as Docker: a missing WorkingDir is created
+        _make_workdir(dirs.merged, config.workdir, id_base)
     return Rootfs(dirs.merged, readonly=False, mounts=(tmpfs("/tmp", "mode=1777"),), image=config)
+
+
+def _make_workdir(root: Path, workdir: str, id_base: int | None) -> None:
+    """As Docker: a missing WorkingDir is created, root's (the container's root: `id_base`).
+    Never through a link or `..` of the image (it could point at the host's dirs: the root is
+    not yet the container's): such a dir is left to the container's runtime, inside it."""
+    path, made = root, []
+    for part in Path(workdir.lstrip("/")).parts:
+        path = path / part
+        if part == ".." or path.is_symlink():
+            break
+        with contextlib.suppress(FileExistsError):
+            path.mkdir()
+            made.append(path)
+    if id_base is not None:
+        for d in made:
+            os.chown(d, id_base, id_base)
 
 
 def mounted_under(directory: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -> list[Path]:

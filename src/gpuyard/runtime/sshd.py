@@ -40,6 +40,7 @@ from gpuyard.runtime.oci import JOB_HOSTS_DIR, file_bind
 from gpuyard.runtime.rootfs import Rootfs, bind
 from gpuyard.runtime.sshkit import CONTAINER_DIR
 from gpuyard.runtime.types import SshLaunch, TaskLaunch, TaskPeer
+from gpuyard.runtime.userns import TaskIds
 
 SSH_PORT_LABEL = "ssh"
 KEYS = "ssh"  # in the task's hosts dir (oci.JOB_HOSTS_DIR)
@@ -178,13 +179,15 @@ def _key_files(ssh: SshLaunch, host_key: str) -> Iterable[tuple[str, str | bytes
     yield "sshd_host_key.pub", host_key + "\n"
 
 
-def write_ssh_files(task_dir: Path, launch: TaskLaunch, ssh: SshLaunch, user: str) -> str:
-    """The task's ssh dir (keys, config, known hosts); gives the sshd's LISTEN addresses."""
+def write_ssh_files(task_dir: Path, launch: TaskLaunch, ssh: SshLaunch, user: str,
+                    owner: tuple[int, int]) -> str:  # fmt: skip
+    """The task's ssh dir (keys, config, known hosts), owned by `owner` (the task's host ids);
+    gives the sshd's LISTEN addresses."""
     me = next((p for p in launch.peers if (p.role, p.index) == (launch.role, launch.index)), None)
     port = _ssh_port(me) if me is not None else None
     if me is None or port is None:
         raise LaunchInvalid(f"task {launch.key} runs sshd but has no {SSH_PORT_LABEL} port")
-    uid, gid = launch.run_as
+    uid, gid = owner
     keys = task_dir / JOB_HOSTS_DIR / KEYS
     keys.mkdir(mode=0o700)
     os.chown(keys, uid, gid)
@@ -209,18 +212,17 @@ def listen_addresses(network: str, address: str, port: int) -> str:
 
 
 def prepare_ssh(config: dict[str, Any], task_dir: Path, launch: TaskLaunch, root: Rootfs,
-                kit: Path) -> None:  # fmt: skip
+                kit: Path, ids: TaskIds) -> None:  # fmt: skip
     """Make `config` (the task's OCI config, hosts files written) start sshd before its
-    command; nothing for a task whose role does not run sshd."""
+    command, as the task's user (`ids`); nothing for a task whose role does not run sshd."""
     ssh = launch.ssh
     if ssh is None or not runs_sshd(ssh, launch.role):
         return
     if root.image is not None and not root.image.has_shell:
         raise LaunchInvalid(f"image {launch.image!r} has no /bin/sh to start sshd with")
-    uid, gid = launch.run_as
     passwd, group, user = accounts(_read_accounts(root, "passwd"), _read_accounts(root, "group"),
-                                   uid, gid)  # fmt: skip
-    listen = write_ssh_files(task_dir, launch, ssh, user)
+                                   ids.uid, ids.gid)  # fmt: skip
+    listen = write_ssh_files(task_dir, launch, ssh, user, (ids.host_uid, ids.host_gid))
     for name, text in ((PASSWD, passwd), (GROUP, group)):
         _write(task_dir / name, text, 0, 0, 0o644)
     config["mounts"] += [

@@ -67,6 +67,9 @@ class TaskLaunch:
     job_env: tuple[tuple[str, str], ...] = ()
     resumed: bool = False  # a later attempt: a checkpoint in /output may be waiting
     run_as: tuple[int, int] = (0, 0)  # uid, gid of the task's processes in the container
+    # the tenant's id block: where the node can, the task runs in a user namespace that maps
+    # container ids 0-65535 onto it (root in the container; runtime/userns.py)
+    userns_base: int | None = None
     gpu_memory_mb: int = 0  # > 0: a share of gpus[0], run under MPS (runtime/mps.py)
     gpu_compute_percent: int | None = None  # MPS active thread percentage of a shared task
     peers: tuple[TaskPeer, ...] = ()  # every task of the attempt in rank order, this one too
