@@ -25,6 +25,7 @@ STORAGE ?= /srv/gpuyard
 # what a replay runs, compiled by mypyc (`make compiled`, docs/sim.md): the scheduler, the
 # model's value types and the simulator's engine; the rest of the package stays as it is
 COMPILED := build/compiled
+COMPILED_TEST := build/compiled-test
 MYPYC_MODULES := $(addprefix gpuyard/scheduler/,baselines.py cycle.py explain.py fits.py \
 	laspool.py limits.py mirror.py multitenant.py order.py packing.py pending.py preempt.py \
 	quota.py reasons.py remaining.py round.py snapshot.py state.py victimtable.py view.py) \
@@ -91,20 +92,31 @@ test: system system-test venv-test host lint ## every test, real containers and 
 
 compiled: $(COMPILED)/.built ## a copy of the package with the scheduler compiled (mypyc)
 
+# $(1): the build's dir; $(2): the C compiler's optimisation level (mypyc's MYPYC_OPT_LEVEL)
+define MYPYC_BUILD
+	rm -rf $(1) && mkdir -p $(1) && cp -r src/gpuyard $(1)/
+	cd $(1) && MYPYC_OPT_LEVEL=$(2) $(abspath $(BIN))/mypyc --ignore-missing-imports \
+	  $(MYPYC_MODULES) > mypyc.log 2>&1 || { tail -40 mypyc.log; exit 1; }
+	rm -rf $(1)/build
+	touch $(1)/.built
+endef
+
 $(COMPILED)/.built: $(BIN)/.installed-test $(shell find src/gpuyard -name '*.py')
-	rm -rf $(COMPILED) && mkdir -p $(COMPILED) && cp -r src/gpuyard $(COMPILED)/
-	cd $(COMPILED) && $(abspath $(BIN))/mypyc --ignore-missing-imports $(MYPYC_MODULES) \
-	  > mypyc.log 2>&1 || { tail -40 mypyc.log; exit 1; }
-	rm -rf $(COMPILED)/build
-	touch $@
+	$(call MYPYC_BUILD,$(COMPILED),3)
+
+# the same modules for the tests, unoptimised: what is compiled and how it behaves are the
+# same, and it builds in 28 s instead of 64 s here, its tests run in 25 s instead of 12 s
+# (the benchmarks use -O3 above)
+$(COMPILED_TEST)/.built: $(BIN)/.installed-test $(shell find src/gpuyard -name '*.py')
+	$(call MYPYC_BUILD,$(COMPILED_TEST),0)
 
 bench-sim: compiled ## issue 4's Philly comparison (A and B) on the compiled build
 	PYTHONPATH=$(COMPILED) $(BIN)/python bench/sim_quality.py
 
 # the scheduler and simulator tests again, on the compiled build (not the one that runs the
 # live controller and its API: the platform does not run from this build, `gpuyard up` says so)
-test-compiled: compiled
-	GPUYARD_COMPILED=1 PYTHONPATH=$(COMPILED) $(BIN)/pytest -q -p no:cacheprovider \
+test-compiled: $(COMPILED_TEST)/.built
+	GPUYARD_COMPILED=1 PYTHONPATH=$(COMPILED_TEST) $(BIN)/pytest -q -p no:cacheprovider \
 	  tests/scheduler tests/sim --deselect tests/sim/test_sim_vs_controller.py
 
 clean:

@@ -1,7 +1,8 @@
 """OpenPAI v2 jobs on the real server, on small local images (imported gzip-compressed): the
 active deployment's pre and post commands and a cmd plugin's run around the role's commands,
 OpenPAI's variables are set, each role runs its own image, a failing command ends the chain
-with its exit code (no post commands), warnings are events and the original comes back."""
+with its exit code (no post commands), warnings are events and the original comes back, and
+a config that installs a tool system-wide runs unchanged (root in its container, as there)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ import yaml
 
 pytestmark = [pytest.mark.e2e, pytest.mark.container]
 BUSYBOX = Path("/bin/busybox")
-APPLETS = ("sh", "cat", "echo", "env", "test", "false", "pwd")
+APPLETS = ("sh", "cat", "echo", "env", "test", "false", "pwd", "mkdir", "printf", "chmod",
+           "chown", "su", "stat", "touch")
 
 JOB = """
 protocolVersion: 2
@@ -81,6 +83,28 @@ defaults:
   deployment: local
 """
 
+INSTALLS = """
+protocolVersion: 2
+name: pai-installs
+type: job
+prerequisites:
+  - {name: img, type: dockerimage, uri: "bb:pai-one"}
+taskRoles:
+  main:
+    dockerImage: img
+    resourcePerInstance: {cpu: 0.5, memoryMB: 128, gpu: 0}
+    commands:
+      - mkdir -p /usr/local/bin /opt/tool
+      - printf '#!/bin/sh\\necho tool-ran\\n' > /usr/local/bin/tool
+      - chmod 755 /usr/local/bin/tool
+      - echo 'svc:x:100:100::/opt/tool:/bin/sh' >> /etc/passwd
+      - echo 'svc:x:100:' >> /etc/group
+      - chown -R svc:svc /opt/tool
+      - su svc -s /bin/sh -c 'touch /opt/tool/by-svc'
+      - stat -c '%U %u' /opt/tool/by-svc
+      - tool
+"""
+
 
 def import_image(server, base: Path, name: str, marker: str) -> None:
     """A busybox rootfs as a gzip-compressed tarball, imported as `name`."""
@@ -91,6 +115,8 @@ def import_image(server, base: Path, name: str, marker: str) -> None:
         (root / "bin" / applet).symlink_to("busybox")
     (root / "etc").mkdir()
     (root / "etc" / "marker").write_text(f"{marker}\n")
+    (root / "etc" / "passwd").write_text("root:x:0:0:root:/root:/bin/sh\n")
+    (root / "etc" / "group").write_text("root:x:0:\n")
     packed = base / f"{root.name}.tar.gz"
     with gzip.open(packed, "wb") as raw, tarfile.open(fileobj=raw, mode="w") as tar:
         tar.add(root, arcname=".")
@@ -149,3 +175,15 @@ def test_a_failing_command_ends_the_chain_with_its_exit_code(images):
     assert [t["exitCode"] for t in job["tasks"]] == [3], job["tasks"]
     log = server.logs(job["id"])
     assert "before" in log and "never" not in log, log
+
+
+def test_a_config_that_installs_system_wide_runs_unchanged(images):
+    """OpenPAI containers run as root, and ~33 of its examples `apt-get install` or `pip
+    install` system-wide: here too the commands write /usr/local and /etc, add a user, chown
+    to it and switch to it (root in the task's user namespace, the tenant's uid on the host:
+    runtime.md, Identity)."""
+    server = images
+    job = server.wait(server.submit(INSTALLS), timeout=60)
+    log = server.logs(job["id"])
+    assert job["state"] == "SUCCEEDED", (job, log)
+    assert log.splitlines() == ["svc 100", "tool-ran"], log

@@ -14,18 +14,16 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
-import tarfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from busyboximage import BUSYBOX, busybox_tar, import_image
 from gpuyard.runtime.overlay import _make_workdir
 from gpuyard.runtime.userns import ROOTS
 from security.helpers import make_tenant
 
-BUSYBOX = Path("/bin/busybox")
 APPLETS = ("sh", "cat", "echo", "id", "touch", "chown", "mkdir", "stat", "sleep", "ls", "mknod")
 pytestmark = pytest.mark.skipif(
     not BUSYBOX.exists() or shutil.which("umoci") is None, reason="needs busybox and umoci"
@@ -34,23 +32,8 @@ pytestmark = pytest.mark.skipif(
 
 def import_busybox(server, base: Path, name: str = "bb:userns") -> str:
     """A busybox image with /etc/marker in the server's store."""
-    root = base / "rootfs"
-    for d in ("bin", "etc", "opt"):
-        (root / d).mkdir(parents=True)
-    shutil.copy(BUSYBOX, root / "bin" / "busybox")
-    for applet in APPLETS:
-        (root / "bin" / applet).symlink_to("busybox")
-    (root / "etc" / "marker").write_text("from-the-image\n")
-    (root / "etc" / "passwd").write_text("root:x:0:0:root:/root:/bin/sh\n")
-    tar_path = base / "rootfs.tar"
-    with tarfile.open(tar_path, "w") as tar:
-        tar.add(root, arcname=".")
-    done = subprocess.run(
-        [sys.executable, "-m", "gpuyard", "image", "import", str(tar_path), "--name", name,
-         "--data-dir", str(server.data_dir)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    files = {"/etc/marker": "from-the-image\n", "/etc/passwd": "root:x:0:0:root:/root:/bin/sh\n"}
+    import_image(server, busybox_tar(base, APPLETS, files), name)
     return name
 
 

@@ -217,7 +217,11 @@ PriorityPreemption = Annotated[
 ]
 AllowRoot = Annotated[
     bool | None,
-    typer.Option("--allow-root/--no-allow-root", help="May tasks run as root in their container?"),
+    typer.Option(
+        "--allow-root/--no-allow-root",
+        help="Run tasks as the host's root, without a user namespace (image tasks are root in "
+        "their own namespace anyway)",
+    ),
 ]
 PrivateHooks = Annotated[
     bool | None,

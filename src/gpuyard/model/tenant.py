@@ -97,7 +97,7 @@ class Tenant(Value):
     gpu_hour_budget: float | None = None
     budget_period: BudgetPeriod = BudgetPeriod.MONTH
     storage_roots: tuple[str, ...] = field(default=())  # where dataDir/outputDir may point
-    allow_root: bool = False  # may tasks run as root inside the container?
+    allow_root: bool = False  # tasks as the host's root, no user namespace (runtime/userns.py)
     seccomp: SeccompMode = SeccompMode.DEFAULT  # the tasks' syscall filter (admins set it)
     log_limit_mb: int = 100  # each task's log keeps its head and tail within this (MiB)
     # each task's /workspace and image-root writes, MiB each (a tmpfs: counts as memory);
