@@ -35,7 +35,7 @@ from pathlib import Path, PurePosixPath
 
 from gpuyard.model.storage import mount_point_problem, overlapping
 from gpuyard.runtime.errors import LaunchInvalid
-from gpuyard.runtime.overlay import MERGED, mounted_under, unmount
+from gpuyard.runtime.overlay import MAPPED, MERGED, mounted_under, unmount
 from gpuyard.runtime.safepath import DIR_FLAGS, PathRefused, open_beneath
 from gpuyard.runtime.types import TaskLaunch
 from gpuyard.runtime.userns import SYS_MOUNT_SETATTR, MountAttr, mapped_roots
@@ -184,6 +184,7 @@ def release_task_mounts(task_dir: Path) -> None:
     """Unmount the task's pins and its overlay root, if any (idempotent)."""
     release_pins(task_dir)
     unmount(task_dir / MERGED)
+    unmount(task_dir / MAPPED)  # an idmapped image clone a crash left mounted (userns.py)
     for point in mapped_roots(task_dir.parent.parent, task_dir.name):  # userns.py
         _release_point(point)
 
@@ -211,7 +212,7 @@ def sweep_stale_mounts(tasks_dir: Path, live: set[str]) -> list[Path]:
     undone = []
     for point in mounted_under(tasks_dir):
         rel = point.relative_to(tasks_dir.resolve())
-        ours = point.name == MERGED or point.parent.name == MOUNTS_DIR
+        ours = point.name in (MERGED, MAPPED) or point.parent.name == MOUNTS_DIR
         if rel.parts and rel.parts[0] not in live and ours:
             with contextlib.suppress(OSError):
                 if unmount(point):

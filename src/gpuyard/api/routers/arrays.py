@@ -4,6 +4,7 @@ function and return (docs/api.md, Job arrays and batches)."""
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
+from starlette.concurrency import run_in_threadpool
 
 from gpuyard.api.auth import CallerDep
 from gpuyard.api.authz import JobAction, authorize_job
@@ -43,8 +44,16 @@ async def submit_batch(request: Request, ctl: ControllerDep, caller: CallerDep) 
     body = await request.body()
     if len(body) > MAX_BATCH_BYTES:
         raise HTTPException(413, f"a batch may be at most {MAX_BATCH_BYTES} bytes")
-    document = read_document(body, request.headers.get("content-type"), MAX_BATCH_BYTES)
-    docs = batch.batch_docs(document)
+    # checks and the store's writes block: in the thread pool, not on the event loop
+    return await run_in_threadpool(
+        submit_batch_body, ctl, caller, body, request.headers.get("content-type")
+    )
+
+
+def submit_batch_body(ctl: ControllerDep, caller: CallerDep, body: bytes,
+                      content_type: str | None) -> BatchSubmitted:  # fmt: skip
+    """`submit_batch` past reading the request: parse, check every spec, store all."""
+    docs = batch.batch_docs(read_document(body, content_type, MAX_BATCH_BYTES))
     stored = batch.submit_batch(ctl, caller, docs)
     return BatchSubmitted(jobs=[batch.submitted(s) for s in stored])
 

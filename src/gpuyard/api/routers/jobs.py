@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from gpuyard.api.auth import CallerDep
 from gpuyard.api.authz import JobAction, authorize_job, authorize_submit
@@ -67,7 +68,16 @@ async def submit_job(
     body = await request.body()
     if len(body) > MAX_SPEC_BYTES:
         raise HTTPException(413, f"a job spec may be at most {MAX_SPEC_BYTES} bytes")
-    loaded = svc.read_job(ctl, body, request.headers.get("content-type"))
+    # checks and the store's writes block: in the thread pool, not on the event loop
+    return await run_in_threadpool(
+        submit_body, ctl, caller, body, request.headers.get("content-type"), response
+    )
+
+
+def submit_body(ctl: ControllerDep, caller: CallerDep, body: bytes, content_type: str | None,
+                response: Response) -> Submitted:  # fmt: skip
+    """`submit_job` past reading the request: parse, authorise, store."""
+    loaded = svc.read_job(ctl, body, content_type)
     authorize_submit(caller, loaded.spec.tenant)
     if loaded.array is not None:  # a job array: its parent and children in one transaction
         stored = batch.submit_loaded(ctl, caller, loaded)

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from gpuyard.api.auth import CallerDep, Unauthenticated
@@ -35,7 +36,7 @@ from gpuyard.api.methods import allow_header
 from gpuyard.api.schemas import openpai as pai
 from gpuyard.api.services import openpai as svc
 from gpuyard.spec import SpecError
-from gpuyard.store import JobAlreadyEnded, JobNotFound
+from gpuyard.store import JobAlreadyEnded, JobNotFound, JobRecord
 
 log = logging.getLogger("gpuyard.api.openpai")
 
@@ -132,12 +133,19 @@ async def submit_job(request: Request, ctl: ControllerDep, caller: CallerDep) ->
     body = await request.body()
     if len(body) > MAX_SPEC_BYTES:
         raise HTTPException(413, f"a job protocol may be at most {MAX_SPEC_BYTES} bytes")
-    loaded = svc.read_openpai(ctl, body, request.headers.get("content-type"))
-    authorize_submit(caller, loaded.spec.tenant)
-    job = svc.submit(ctl, loaded, caller.name)
+    content_type = request.headers.get("content-type")
+    job = await run_in_threadpool(submit_body, ctl, caller, body, content_type)  # it blocks
     message = f"Update job {job.name} for user {caller.name} successfully."
     headers = {"Location": f"{pai.API}/jobs/{pai.framework_name(job)}"}
     return JSONResponse({"status": 202, "message": message, "jobId": job.id}, 202, headers)
+
+
+def submit_body(ctl: ControllerDep, caller: CallerDep, body: bytes,
+                content_type: str | None) -> JobRecord:  # fmt: skip
+    """`submit_job` past reading the request: parse, authorise, store."""
+    loaded = svc.read_openpai(ctl, body, content_type)
+    authorize_submit(caller, loaded.spec.tenant)
+    return svc.submit(ctl, loaded, caller.name)
 
 
 @router.get("")
