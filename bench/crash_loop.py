@@ -152,7 +152,7 @@ def wait_all(server: Server, ids: list[str], timeout: float) -> dict[str, dict]:
     return {j["id"]: j for j in server.jobs() if j["id"] in ids}
 
 
-def released(data: Path, timeout: float = 30) -> list[str]:
+def released(data: Path, timeout: float = 90) -> list[str]:
     """Task dirs still on the node, after waiting for the server to release them."""
     tasks = data / "node" / "tasks"
     deadline = time.monotonic() + timeout

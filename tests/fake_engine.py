@@ -103,6 +103,11 @@ class FakeEngine:
     def release(self, node: str, key: str) -> None:
         self.released.append(key)
 
+    def held_tasks(self, node: str) -> list[str]:
+        self._reachable(node)
+        return sorted(k for k, n in self.node_of.items()
+                      if n == node and k in self.status_of and k not in self.released)  # fmt: skip
+
     def readings(self, timeout_s: float) -> dict[str, NodeReadings | None]:
         self.readings_waits.append(timeout_s)
         return {

@@ -277,8 +277,16 @@ def test_port_forward_reaches_an_http_server_in_a_task_on_another_ray_node(serve
 def test_exec_works_again_after_the_nodes_streams_actor_died(server, cluster, web_job):
     """A streams actor whose process died (killed, out of memory) is made again: an exec may be
     told to try again meanwhile, never refused for good."""
-    actors = [pid for pid, line in under_node(cluster, "ray-b").items()
-              if line.startswith("ray::StreamsActor")]
+    def streams_actors() -> list[int]:
+        return [pid for pid, line in under_node(cluster, "ray-b").items()
+                if line.startswith("ray::StreamsActor")]
+
+    deadline = time.monotonic() + 60
+    while not (actors := streams_actors()) and time.monotonic() < deadline:
+        # made on the node's first session; its process names itself once it runs (slowly,
+        # on a loaded machine)
+        gpuyard(server, "exec", web_job, "--", "true").communicate(timeout=60)
+        time.sleep(1)
     assert len(actors) == 1, under_node(cluster, "ray-b")
     os.kill(actors[0], signal.SIGKILL)
     tries: list[tuple[int, bytes]] = []

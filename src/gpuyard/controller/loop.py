@@ -43,6 +43,7 @@ from gpuyard.controller.launch import (
     reserve_ports,
     storage_refused,
 )
+from gpuyard.controller.leftovers import LeftoverSweep
 from gpuyard.controller.lifecycle import (
     Backoff,
     Outcome,
@@ -137,6 +138,7 @@ class Controller:
         self.scheduler = Scheduler(scheduler_config)
         self.runtimes = LearnedRuntimes(store)  # run times learned from succeeded jobs
         self._views = ViewBuilder(store, self._spec, self.runtimes)
+        self._leftovers = LeftoverSweep(store, engine, clock)  # ended tasks nodes still hold
         self.gate = Gate(store)  # dependencies and job arrays' %N (dependencies.py)
         self._wake = threading.Event()
         self._halt = threading.Event()
@@ -207,10 +209,11 @@ class Controller:
 
     def run_cycle(self) -> None:
         began = time.perf_counter()
-        nodes = self.engine.nodes()
-        self._record_nodes(nodes)
-        nodes = self._cordoned(nodes)
+        every = self.engine.nodes()
+        self._record_nodes(every)
+        nodes = self._cordoned(every)
         self._observe()
+        self._leftovers.run(every)  # after the ends this cycle recorded
         self._settle()
         self._enforce(nodes)
         self._schedule(nodes)

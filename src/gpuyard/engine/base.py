@@ -78,6 +78,10 @@ class Engine(Protocol):
 
     def release(self, node: str, key: str) -> None: ...
 
+    def held_tasks(self, node: str) -> list[str]:
+        """The task keys `node` still holds: running ones, and ended ones until released."""
+        ...
+
     def readings(self, timeout_s: float) -> dict[str, NodeReadings | None]:
         """Every live node's own readings (its NVML, its tasks' cgroups), asked of all nodes at
         once; None for a node that did not answer within `timeout_s`."""

@@ -63,6 +63,9 @@ class LocalEngine:
     def release(self, node: str, key: str) -> None:
         self._on(node).release(key)
 
+    def held_tasks(self, node: str) -> list[str]:
+        return self._on(node).keys()
+
     def readings(self, timeout_s: float) -> dict[str, NodeReadings | None]:
         """The one node's readings, read in this process (no wait to bound)."""
         return {self._agent.name: self._agent.readings()}

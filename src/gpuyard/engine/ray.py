@@ -350,6 +350,12 @@ class RayEngine:
         with self._lock:
             self._statuses.get(node, {}).pop(key, None)
 
+    def held_tasks(self, node: str) -> list[str]:
+        """From the node's last poll (every task its agent holds)."""
+        self._member(node)  # NodeUnavailable for a node that is gone
+        with self._lock:
+            return sorted(self._statuses.get(node, {}))
+
     def readings(self, timeout_s: float) -> dict[str, NodeReadings | None]:
         with self._lock:
             actors = {name: m.actor for name, m in self._members.items()}
