@@ -52,7 +52,7 @@ from gpuyard.runtime.mps import MpsDaemons, mps_mounts
 from gpuyard.runtime.notify import NotifyListener
 from gpuyard.runtime.oci import CGROUP_PARENT, build_config, cgroup_path, write_hosts_files
 from gpuyard.runtime.ociruntime import OciRuntime, pick_runtime, starts_in_process
-from gpuyard.runtime.overlay import overlay_root
+from gpuyard.runtime.overlay import overlay_root, userns_problem
 from gpuyard.runtime.pidfence import try_fence_node_pids
 from gpuyard.runtime.privatedir import private_dir
 from gpuyard.runtime.procwait import wait_pid_ready
@@ -70,7 +70,7 @@ from gpuyard.runtime.taskdir import (
 )
 from gpuyard.runtime.tasknet import NetConfig, TaskNetworks
 from gpuyard.runtime.types import TaskExit, TaskLaunch, TaskPhase, TaskStatus
-from gpuyard.runtime.userns import USERNS_ENV, task_ids, userns_problem
+from gpuyard.runtime.userns import USERNS_ENV, task_ids
 from gpuyard.runtime.zygote import Zygote, ZygoteError, ZygoteLost
 
 log = logging.getLogger("gpuyard.runtime")

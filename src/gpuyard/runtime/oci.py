@@ -234,11 +234,9 @@ def syscall_filter(launch: TaskLaunch, bounding: list[str] | None = None) -> dic
     return {"seccomp": task_seccomp(bounding if bounding is not None else CAPABILITIES)}
 
 
-def process(launch: TaskLaunch, image: ImageConfig | None = None,
-            ids: TaskIds | None = None) -> dict[str, Any]:  # fmt: skip
+def process(launch: TaskLaunch, image: ImageConfig | None, ids: TaskIds) -> dict[str, Any]:
     """The task's process: its ids in the container (`userns.task_ids`), command, env."""
     nofile = nofile_limit()
-    ids = ids or task_ids(launch, image, userns=False)
     uid, gid = ids.uid, ids.gid
     return {
         "terminal": False,

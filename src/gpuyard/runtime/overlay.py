@@ -17,6 +17,8 @@ import errno
 import os
 import re
 import subprocess
+import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +26,7 @@ from gpuyard.runtime.diskquota import detached_tmpfs
 from gpuyard.runtime.errors import ImageError
 from gpuyard.runtime.imageconfig import ImageConfig
 from gpuyard.runtime.rootfs import Rootfs, tmpfs
-from gpuyard.runtime.userns import detach, idmapped_clone, mapped_root_point
+from gpuyard.runtime.userns import idmapped_clone, mapped_root_point
 
 MNT_DETACH = 2
 MERGED, UPPER, WORK = "rootfs", "upper", "ovwork"
@@ -91,7 +93,7 @@ def mount_overlay(lower: Path, task_dir: Path, upper_mb: int = 0,
         try:
             return _mount_overlay(mapped, dirs, task_dir, upper_mb, id_base)
         finally:
-            detach(mapped)
+            unmount(mapped)  # the overlay keeps its own reference to its layers
     return _mount_overlay(lower, dirs, task_dir, upper_mb, None)
 
 
@@ -167,3 +169,38 @@ def mounted_under(directory: Path, mountinfo: Path = Path("/proc/self/mountinfo"
         if point.startswith(prefix):
             found.append(Path(point))
     return sorted(found, key=lambda p: len(p.parts), reverse=True)
+
+
+_problems: dict[int, str | None] = {}
+_problems_lock = threading.Lock()
+
+
+def userns_problem(images_dir: Path) -> str | None:
+    """Why this node cannot run tasks in user namespaces over images kept in `images_dir`
+    (None: it can). Tried once per filesystem and process: an idmapped clone of a dir there
+    (`userns.idmapped_clone`) and an overlay over the clone."""
+    device = images_dir.stat().st_dev
+    with _problems_lock:
+        if device not in _problems:
+            _problems[device] = _try_idmapped_overlay(images_dir)
+        return _problems[device]
+
+
+def _try_idmapped_overlay(images_dir: Path) -> str | None:
+    with tempfile.TemporaryDirectory(dir=images_dir, prefix=".userns-probe-") as tmp:
+        lower, mapped = Path(tmp) / "l", Path(tmp) / "m"
+        dirs = OverlayDirs.of(Path(tmp))
+        for d in (lower, mapped, dirs.merged, dirs.upper, dirs.work):
+            d.mkdir()
+        try:
+            idmapped_clone(lower, mapped, 1 << 30)
+        except OSError as e:
+            return f"no idmapped mounts here ({e})"
+        try:
+            err = _kernel_mount(_options(mapped, dirs), dirs.merged)
+            if err:
+                return f"no overlay over an idmapped layer here ({os.strerror(err)})"
+            unmount(dirs.merged)
+        finally:
+            unmount(mapped)
+    return None

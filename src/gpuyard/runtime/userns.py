@@ -16,8 +16,9 @@ it), which shows host id `x` as `base + x`: the image's root-owned files are the
 root's, its writes land in the task's upper dir owned by the tenant's block, and the shared
 unpacked image is never written.
 
-Where the node cannot (a kernel or a filesystem without idmapped mounts, `userns_problem`),
-tasks run as today without a namespace: as the tenant's uid, not root (logged once).
+Where the node cannot (a kernel or a filesystem without idmapped mounts, probed by
+`overlay.userns_problem`), tasks run without a namespace: as the tenant's uid, not root
+(logged once).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import ctypes
 import hashlib
 import os
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -48,7 +48,6 @@ AT_EMPTY_PATH = 0x1000
 AT_RECURSIVE = 0x8000
 MOUNT_ATTR_IDMAP = 0x00100000
 MOVE_MOUNT_F_EMPTY_PATH = 0x4
-MNT_DETACH = 2
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -165,11 +164,6 @@ def idmapped_clone(source: Path, target: Path, base: int) -> None:
         os.close(fd)
 
 
-def detach(target: Path) -> None:
-    """Lazily unmount `target` (an overlay keeps its own reference to its layers)."""
-    _libc.umount2(str(target).encode(), MNT_DETACH)
-
-
 def _node_roots(state_root: Path) -> Path:
     """Where a node's mapped task roots are mounted: `ROOTS/<its state root's hash>`."""
     digest = hashlib.sha256(str(state_root.resolve()).encode()).hexdigest()[:16]
@@ -210,39 +204,3 @@ def mapped_roots(state_root: Path, key: str | None = None) -> list[Path]:
         with contextlib.suppress(OSError):
             out += [tenant / k for k in os.listdir(tenant) if key is None or k == key]
     return out
-
-
-_problems: dict[int, str | None] = {}
-_problems_lock = threading.Lock()
-
-
-def userns_problem(images_dir: Path) -> str | None:
-    """Why this node cannot run tasks in user namespaces over images kept in `images_dir`
-    (None: it can). Tried once per filesystem and process: a namespace, an idmapped clone of
-    the dir, and an overlay over the clone."""
-    device = images_dir.stat().st_dev
-    with _problems_lock:
-        if device not in _problems:
-            _problems[device] = _try_userns(images_dir)
-        return _problems[device]
-
-
-def _try_userns(images_dir: Path) -> str | None:
-    with tempfile.TemporaryDirectory(dir=images_dir, prefix=".userns-probe-") as tmp:
-        probe = Path(tmp)
-        lower, mapped, upper, work, merged = (probe / n for n in ("l", "m", "u", "w", "o"))
-        for d in (lower, mapped, upper, work, merged):
-            d.mkdir()
-        try:
-            idmapped_clone(lower, mapped, 1 << 30)
-        except OSError as e:
-            return f"no idmapped mounts here ({e})"
-        try:
-            options = f"lowerdir={mapped},upperdir={upper},workdir={work}".encode()
-            if _libc.mount(b"overlay", str(merged).encode(), b"overlay", 0, options) != 0:
-                err = ctypes.get_errno()
-                return f"no overlay over an idmapped layer here ({os.strerror(err)})"
-            detach(merged)
-        finally:
-            detach(mapped)
-    return None
