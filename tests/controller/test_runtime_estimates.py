@@ -73,7 +73,7 @@ def test_preemptions_are_counted_and_given_to_the_view(store, engine, clock):
         preempt(ctl, engine, job_id)  # requeued, and bound again in the same cycle
     job = store.jobs.get(job_id)
     assert (job.preemptions, job.attempt) == (2, 3)
-    views = ViewBuilder(store, lambda j: parse_job_spec(j.spec), ctl.runtimes)
+    views = ViewBuilder(store, ctl.jobs, lambda j: parse_job_spec(j.spec), ctl.runtimes)
     (demand,) = views.build(engine.nodes(), [job], clock.now()).queued
     (running,) = views.build(engine.nodes(), [], clock.now()).running
     assert (demand.preemptions, running.preemptions) == (2, 2)

@@ -114,8 +114,11 @@ def decide(
 class Gate:
     """Applies `decide` each cycle: pending reasons written, never-met jobs ended."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(
+        self, store: Store, write_pending: Callable[[Mapping[str, Pending]], None]
+    ) -> None:
         self.store = store
+        self.write_pending = write_pending  # the controller's: only the reasons that changed
 
     def admit(self, waiting: list[JobRecord], ended: Callable[[JobRecord], Any]) -> list[JobRecord]:
         """The queued jobs the scheduler may see; `ended` is told of each job the gate ends."""
@@ -128,7 +131,7 @@ class Gate:
         ordered = sorted(waiting, key=lambda j: (j.array_id or "", j.array_index or 0, j.seq))
         outcome = decide(ordered, states, arrays)
         if outcome.waiting:
-            self.store.jobs.set_pending(outcome.waiting)
+            self.write_pending(outcome.waiting)
         for job, message in outcome.never:
             reason = TaskReason.DEPENDENCY_NEVER_SATISFIED
             ended(self.store.jobs.move(job.id, JobState.FAILED, reason, message))

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from gpuyard.controller.dependencies import Gate
@@ -56,6 +57,7 @@ from gpuyard.controller.lifecycle import (
 )
 from gpuyard.controller.logs import TaskLogs
 from gpuyard.controller.mailer import MailDispatcher
+from gpuyard.controller.mirror import JobMirror
 from gpuyard.controller.nodeops import (
     NODE_DRAINED,
     drain_preemptions,
@@ -63,6 +65,7 @@ from gpuyard.controller.nodeops import (
     with_cordons,
 )
 from gpuyard.controller.prepull import MAX_JOBS, PLAN_INTERVAL_S, PrePuller, warm_targets
+from gpuyard.controller.quiet import QuietCycles, inputs
 from gpuyard.controller.runtimes import LearnedRuntimes
 from gpuyard.controller.sshkeys import with_ssh
 from gpuyard.controller.view import ViewBuilder
@@ -137,9 +140,11 @@ class Controller:
         self._specs: dict[str, JobSpec] = {}
         self.scheduler = Scheduler(scheduler_config)
         self.runtimes = LearnedRuntimes(store)  # run times learned from succeeded jobs
-        self._views = ViewBuilder(store, self._spec, self.runtimes)
+        self.jobs = JobMirror(store.jobs)  # the live jobs, read as they change (mirror.py)
+        self._views = ViewBuilder(store, self.jobs, self._spec, self.runtimes)
         self._leftovers = LeftoverSweep(store, engine, clock)  # ended tasks nodes still hold
-        self.gate = Gate(store)  # dependencies and job arrays' %N (dependencies.py)
+        self.gate = Gate(store, self._write_pending)  # dependencies, arrays' %N
+        self.quiet = QuietCycles()  # scheduling cycles skipped when nothing changed (quiet.py)
         self._wake = threading.Event()
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
@@ -199,11 +204,15 @@ class Controller:
 
     def _run(self) -> None:
         while not self._halt.is_set():
+            began = time.perf_counter()
             try:
                 if self.may_act():
                     self.run_cycle()
             except Exception:  # a bad cycle must not stop the loop; the next one retries
                 log.exception("controller cycle failed")
+            # as long a rest as the cycle took, woken or not: a burst of submissions on a
+            # deep queue is scheduled in fewer cycles, and the API keeps half the CPU
+            self._halt.wait(time.perf_counter() - began)
             self._wake.wait(self.interval_s)
             self._wake.clear()
 
@@ -228,7 +237,7 @@ class Controller:
         overdue = overdue_drains(cordons, self.clock.now())
         if overdue:
             tasks = self.store.jobs.active_tasks()
-            bound = self.store.jobs.in_states(JobState.SCHEDULED, JobState.RUNNING)
+            bound = self.jobs.in_states(JobState.SCHEDULED, JobState.RUNNING)
             tenants = {t.name: t for t in self.store.tenants.tenants()}
             jobs = {j.id: j for j in bound}
             for p in drain_preemptions(overdue, tasks, jobs, tenants, self.stop_grace_s):
@@ -298,7 +307,7 @@ class Controller:
     # ---- 2. settle -------------------------------------------------------------------
 
     def _settle(self) -> None:
-        for bound in self.store.jobs.in_states(JobState.SCHEDULED, JobState.RUNNING):
+        for bound in self.jobs.in_states(JobState.SCHEDULED, JobState.RUNNING):
             tasks = self.store.jobs.tasks(bound.id, attempt=bound.attempt)
             job = bound
             if bound.state == JobState.SCHEDULED and any(t.started_at for t in tasks):
@@ -352,7 +361,7 @@ class Controller:
         now = self.clock.now()
         self._watch_idle(nodes, now)
         self._stop_idle_sessions(now)
-        for job in self.store.jobs.in_states(JobState.RUNNING):
+        for job in self.jobs.in_states(JobState.RUNNING):
             limit = self._spec(job).max_runtime_s
             if not limit or job.stop_requested:
                 continue
@@ -360,7 +369,7 @@ class Controller:
             attempt_start = min((s for s in starts if s), default=None)
             if attempt_start is not None and now - attempt_start > limit:
                 self.store.jobs.request_stop(job.id, TaskReason.TIMEOUT)
-        for job in self.store.jobs.stop_requested():
+        for job in self.jobs.stop_requested():
             if job.state == JobState.QUEUED:
                 self._ended(
                     self.store.jobs.move(
@@ -376,7 +385,7 @@ class Controller:
             return
         running = [
             (j, self.store.jobs.tasks(j.id, attempt=j.attempt))
-            for j in self.store.jobs.in_states(JobState.RUNNING)
+            for j in self.jobs.in_states(JobState.RUNNING)
             if not j.stop_requested
         ]
         tenants = {t.name: t for t in self.store.tenants.tenants()}
@@ -438,27 +447,35 @@ class Controller:
 
     def _schedule(self, nodes: list[Node]) -> None:
         now = self.clock.now()
-        waiting = [j for j in self.store.jobs.in_states(JobState.QUEUED) if not j.stop_requested]
+        self.jobs.refresh()
+        tasks = self.store.jobs.active_tasks()
+        read = inputs(self.jobs.rev, nodes, self.store.tenants.tenants(), tasks)
+        if self.quiet.skip(read, now):  # nothing it reads changed: it would decide nothing
+            return
+        waiting = [j for j in self.jobs.in_states(JobState.QUEUED) if not j.stop_requested]
         if held := [j for j in waiting if j.held_by]:  # `gpuyard hold`: keeps its place only
-            self.store.jobs.set_pending({j.id: held_pending(j) for j in held})
+            self._write_pending({j.id: held_pending(j) for j in held})
             waiting = [j for j in waiting if not j.held_by]
         waiting = self.gate.admit(waiting, self._ended)  # `after` and `%N`: not seen if kept
         backing_off = [j for j in waiting if j.not_before is not None and j.not_before > now]
         queued = [j for j in waiting if j.not_before is None or j.not_before <= now]
         if backing_off:  # a platform failure's backoff: not placed, holds nothing
-            self.store.jobs.set_pending({j.id: _backoff_pending(j) for j in backing_off})
+            self._write_pending({j.id: _backoff_pending(j) for j in backing_off})
         partly = self._views.partly_placed()  # gang: false, their tasks placed as they fit
         if not queued and not partly:
+            self.quiet.ran(read, now, False, math.inf, backing_off)
             return
         began = time.perf_counter()
         view = self._views.build(nodes, queued, self.clock.now(), partly)
         # the scheduler assumed its placements on its snapshot; bind commits, start tells the node
         result = self.scheduler.cycle(view)
+        decided = bool(result.admit or result.preempt)
+        self.quiet.ran(read, now, decided, self.scheduler.quiet_until(view), backing_off)
         waiting_ids = {j.id for j in queued}  # (a running job's remainder has no pending row)
         for p in result.preempt:
             log.info("preempting %s for %s: %s", p.job_id, p.for_job_id, p.reason)
             self.preempt(p.job_id, p.grace_s)
-        self.store.jobs.set_pending(
+        self._write_pending(
             {
                 jid: Pending(
                     str(r.code),
@@ -497,6 +514,12 @@ class Controller:
         if self.may_act():  # else the new leader finds them bound, never started: NodeLost
             self._start_all(launches)
         self.instruments.scheduling_cycle.observe(time.perf_counter() - began)
+
+    def _write_pending(self, reasons: Mapping[str, Pending]) -> None:
+        """Store the pending reasons that changed since they were last written or read."""
+        if changed := self.jobs.pending_to_write(reasons):
+            self.store.jobs.set_pending(changed)
+            self.jobs.wrote_pending(changed)
 
     def _peers(
         self, job: JobRecord, bound: list[TaskRecord], nodes: dict[str, Node], tenant: Tenant | None
@@ -561,7 +584,7 @@ class Controller:
         if self.prepull is None or now - self._prepull_planned_at < PLAN_INTERVAL_S:
             return
         self._prepull_planned_at = now
-        queued = [j for j in self.store.jobs.in_states(JobState.QUEUED)
+        queued = [j for j in self.jobs.in_states(JobState.QUEUED)
                   if not j.held_by and not j.stop_requested]
         queued.sort(key=lambda j: (j.pending_position or 1 << 30, j.seq))
         specs = [self._spec(j) for j in queued[:MAX_JOBS]]

@@ -1,4 +1,5 @@
-"""What the scheduler sees each cycle: the `ClusterView` built from the store.
+"""What the scheduler sees each cycle: the `ClusterView` built from the live jobs (mirror.py)
+and the store.
 
 Queued jobs become `JobDemand`s (kept between cycles for each attempt and priority: the
 scheduler's caches key on them; held jobs never get here, `loop.py` leaves them out), jobs
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from gpuyard.controller.mirror import JobMirror
 from gpuyard.controller.runtimes import LearnedRuntimes
 from gpuyard.model import (
     BudgetPeriod,
@@ -65,9 +67,14 @@ def task_placement(t: TaskRecord) -> TaskPlacement:
 
 class ViewBuilder:
     def __init__(
-        self, store: Store, spec_of: Callable[[JobRecord], JobSpec], runtimes: LearnedRuntimes
+        self,
+        store: Store,
+        jobs: JobMirror,
+        spec_of: Callable[[JobRecord], JobSpec],
+        runtimes: LearnedRuntimes,
     ) -> None:
         self._store = store
+        self._jobs = jobs  # the live jobs (mirror.py)
         self._spec_of = spec_of
         self._runtimes = runtimes
         self._demands: dict[tuple[str, int, int], JobDemand] = {}
@@ -75,7 +82,7 @@ class ViewBuilder:
 
     def partly_placed(self) -> list[JobRecord]:
         """Bound jobs without gang allocation that may still place tasks (no stop asked)."""
-        bound = self._store.jobs.in_states(JobState.SCHEDULED, JobState.RUNNING)
+        bound = self._jobs.in_states(JobState.SCHEDULED, JobState.RUNNING)
         return [j for j in bound if j.stop_requested is None and not self._spec_of(j).gang]
 
     def build(
@@ -144,7 +151,7 @@ class ViewBuilder:
         by_job: dict[str, list[TaskRecord]] = defaultdict(list)
         for t in self._store.jobs.active_tasks():
             by_job[t.job_id].append(t)
-        bound = self._store.jobs.in_states(JobState.SCHEDULED, JobState.RUNNING)
+        bound = self._jobs.in_states(JobState.SCHEDULED, JobState.RUNNING)
         return [self._running_job(j, by_job[j.id]) for j in bound if by_job.get(j.id)]
 
     def _running_job(self, job: JobRecord, tasks: list[TaskRecord]) -> RunningJob:

@@ -10,6 +10,7 @@ hot scheduler modules are compiled by mypyc (same decisions, about twice as fast
 from gpuyard.scheduler import multitenant as _multitenant
 from gpuyard.scheduler.baselines import POLICIES
 from gpuyard.scheduler.cycle import CycleResult, CycleStats, queue_order, schedule
+from gpuyard.scheduler.explain import without_place
 from gpuyard.scheduler.multitenant import Scheduler
 from gpuyard.scheduler.placement import explain_no_fit, place_job
 from gpuyard.scheduler.reasons import PendingCode, PendingReason
@@ -29,6 +30,7 @@ __all__ = [
     "Scheduler",
     "SchedulerConfig",
     "explain_no_fit",
+    "without_place",
     "place_job",
     "queue_order",
     "compiled",

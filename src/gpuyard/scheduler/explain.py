@@ -202,6 +202,13 @@ def placed_in_queue(
     )
 
 
+def without_place(message: str, position: int | None, length: int | None, tenant: str) -> str:
+    """`message` without the place `placed_in_queue` gave it, if it has that one."""
+    if position is None or length is None:
+        return message
+    return message.removesuffix(f" ({ordinal(position)} of {length} in tenant {tenant})")
+
+
 def behind(head: JobDemand, head_reason: PendingReason) -> PendingReason:
     return PendingReason(
         PendingCode.BEHIND,

@@ -37,7 +37,7 @@ from gpuyard.store.nodes import (
     TaskPorts,
 )
 from gpuyard.store.notify import MailSettings, NotifyPrefs, NotifyRepo, NotifyWhen
-from gpuyard.store.records import EventRecord, JobRecord, Pending, TaskRecord
+from gpuyard.store.records import EventRecord, JobRecord, Pending, TaskRecord, pending_differs
 from gpuyard.store.registries import RegistryEntry, RegistryRepo
 from gpuyard.store.secrets import SecretBox
 from gpuyard.store.storage import StorageEntry, StorageRepo
@@ -172,5 +172,6 @@ __all__ = [
     "Store",
     "TaskRecord",
     "open_store",
+    "pending_differs",
     "task_key",
 ]

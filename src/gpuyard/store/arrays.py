@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from gpuyard.model import Clock, JobState, array_state
 from gpuyard.store.jobs import SPEC_WARNING, NewJob, _next_seq
+from gpuyard.store.revisions import touch
 from gpuyard.store.secrets import SecretBox
 from gpuyard.store.tables import EventRow, JobArrayRow, JobRow
 
@@ -129,6 +130,7 @@ class ArrayRepo:
                 s.execute(insert(JobArrayRow), arrays)
             if jobs:
                 s.execute(insert(JobRow), jobs)
+                touch(s, (row["id"] for row in jobs))
             if events:
                 s.execute(insert(EventRow), events)
         return stored
@@ -175,12 +177,14 @@ class ArrayRepo:
             s.execute(
                 update(JobArrayRow).where(JobArrayRow.id == array_id).values(stop_requested=reason)
             )
-            result = s.execute(
+            asked = s.scalars(
                 update(JobRow)
                 .where(JobRow.array_id == array_id, JobRow.state.in_(NOT_ENDED))
                 .values(stop_requested=reason)
-            )
-            return int(getattr(result, "rowcount", 0) or 0)
+                .returning(JobRow.id)
+            ).all()
+            touch(s, asked)
+            return len(asked)
 
     # ---- reads -------------------------------------------------------------------------
 

@@ -12,6 +12,8 @@ from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
+from gpuyard.store import revisions
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 DB_FILE = "gpuyard.db"
 
@@ -87,6 +89,8 @@ class Sessions:
         self._read = sessionmaker(engine, expire_on_commit=False)
         writer = engine.execution_options(**{WRITE: True})
         self._write = sessionmaker(writer, expire_on_commit=False)
+        for made in (self._read, self._write):
+            revisions.watch(made)
 
     def __call__(self) -> Session:
         return self._read()

@@ -24,9 +24,11 @@ from gpuyard.store.records import (
     JobRecord,
     Pending,
     TaskRecord,
+    pending_differs,
 )
+from gpuyard.store.revisions import JOBS_COUNTER
 from gpuyard.store.secrets import SecretBox
-from gpuyard.store.tables import EventRow, JobRow, TaskRow
+from gpuyard.store.tables import EventRow, JobRow, RevisionRow, TaskRow
 
 JOBS = JobRow.__table__
 # what `set_pending` compares before it locks a row to write it
@@ -73,10 +75,6 @@ class NewTask:
     memory_mb: int
     gpu_memory_mb: int = 0  # > 0: a shared-GPU task holding this much of gpus[0]
 
-
-# An estimated start that moved by less than this is not rewritten (it moves every cycle
-# when it is "now + grace period").
-ETA_SLACK_S = 5.0
 
 # The reason of the events that record a spec's warnings (gpuyard.spec.notices.EVENT_REASON).
 SPEC_WARNING = "SpecWarning"
@@ -178,6 +176,22 @@ class JobRepo:
         self._last[key] = now  # one assignment: a reader on another thread sees old or new
         return [record for _, record in now.values()]
 
+    def revision(self) -> int:
+        """The jobs' revision now: every row changed up to it is committed and readable."""
+        with self._sessions() as s:
+            q = select(RevisionRow.n).where(RevisionRow.name == JOBS_COUNTER)
+            return int(s.scalar(q) or 0)
+
+    def changed_since(self, rev: int, states: Iterable[JobState] = ()) -> list[JobRecord]:
+        """The jobs changed (as the controller acts on them) after revision `rev`, in the
+        order of their revisions, of these states only if any are named; each record's `rev`
+        says which revision (store/revisions.py)."""
+        q = select(JOBS).where(JOBS.c.rev > rev).order_by(JOBS.c.rev, JOBS.c.seq)
+        if states := [str(x) for x in states]:
+            q = q.where(JOBS.c.state.in_(states))
+        with self._sessions() as s:
+            return [self._record(row) for row in s.execute(q)]
+
     def stop_requested(self) -> list[JobRecord]:
         q = (
             select(JobRow)
@@ -216,6 +230,26 @@ class JobRepo:
         q = select(JobRow.tenant, func.sum(JobRow.preemptions)).group_by(JobRow.tenant)
         with self._sessions() as s:
             return {tenant: int(n or 0) for tenant, n in s.execute(q)}
+
+    def queues(self) -> dict[str, tuple[int, float]]:
+        """Each tenant's queue: how many jobs, and when the oldest was queued (one grouped
+        query: the metrics read this, never the queue's rows)."""
+        since = func.min(func.coalesce(JobRow.queued_at, JobRow.submitted_at))
+        q = (
+            select(JobRow.tenant, func.count(), since)
+            .where(JobRow.state == JobState.QUEUED)
+            .group_by(JobRow.tenant)
+        )
+        with self._sessions() as s:
+            return {tenant: (int(n), float(at)) for tenant, n, at in s.execute(q)}
+
+    def preempted(self, *states: JobState) -> dict[tuple[str, str], int]:
+        """(job id, tenant) → times preempted, of the jobs in these states preempted at all."""
+        q = select(JobRow.id, JobRow.tenant, JobRow.preemptions).where(
+            JobRow.state.in_([str(x) for x in states]), JobRow.preemptions > 0
+        )
+        with self._sessions() as s:
+            return {(job_id, tenant): int(n) for job_id, tenant, n in s.execute(q)}
 
     # ---- writes ------------------------------------------------------------------------
 
@@ -532,12 +566,17 @@ def _queued_row(s: Session, job_id: str, what: str) -> JobRow:
 
 
 def _pending_changed(row: JobRow | Row[Any], p: Pending) -> bool:
-    stored = (row.pending_code, row.pending_reason, row.pending_position, row.pending_queue_length)
-    if stored != (p.code, p.message, p.position, p.queue_length):
-        return True
-    if row.pending_eta_basis != p.eta_basis or (row.pending_eta is None) != (p.eta is None):
-        return True
-    return row.pending_eta is not None and abs(row.pending_eta - (p.eta or 0.0)) >= ETA_SLACK_S
+    stored = None
+    if row.pending_code is not None:
+        stored = Pending(
+            row.pending_code,
+            row.pending_reason or "",
+            row.pending_position,
+            row.pending_queue_length,
+            row.pending_eta,
+            row.pending_eta_basis,
+        )
+    return pending_differs(stored, p)
 
 
 def _stop_rank(reason: str | None) -> int:

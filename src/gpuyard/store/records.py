@@ -26,6 +26,39 @@ class Pending:
     eta_basis: str | None = None
 
 
+# An estimated start that moved by less than this is not rewritten (it moves every cycle
+# when it is "now + grace period").
+ETA_SLACK_S = 5.0
+# A place in the queue (or the queue's length) that moved by less than this share of it is
+# not rewritten (below 40 places, every move is): with 10,000 queued, one submission (the
+# length) or one start (every place) would otherwise rewrite every queued job's row.
+PLACE_SLACK = 0.05
+
+
+def pending_differs(stored: Pending | None, p: Pending, *, messages: bool = True) -> bool:
+    """Whether `p` is worth writing over `stored`: its code, sentence (unless `messages` is
+    false: the caller compared them) or estimate's basis differs, its place or the queue's
+    length moved by `PLACE_SLACK` of it (any move below 40), or its estimate appeared, went,
+    or moved by `ETA_SLACK_S` or more."""
+    if stored is None:
+        return True
+    if (stored.code, stored.eta_basis) != (p.code, p.eta_basis):
+        return True
+    if messages and stored.message != p.message:
+        return True
+    if _moved(stored.position, p.position) or _moved(stored.queue_length, p.queue_length):
+        return True
+    if (stored.eta is None) != (p.eta is None):
+        return True
+    return stored.eta is not None and abs(stored.eta - (p.eta or 0.0)) >= ETA_SLACK_S
+
+
+def _moved(was: int | None, now: int | None) -> bool:
+    if was is None or now is None:
+        return was != now
+    return abs(was - now) >= max(1, int(max(was, now) * PLACE_SLACK))
+
+
 @dataclass(frozen=True, slots=True)
 class JobRecord:
     id: str
@@ -61,6 +94,7 @@ class JobRecord:
     array_id: str | None = None  # a job array's child: its parent (store/arrays.py)
     array_index: int | None = None
     session_seen_at: float | None = None  # a session last seen open on it (interactive jobs)
+    rev: int = 0  # the revision that last changed it (store/revisions.py)
 
     @property
     def pending(self) -> Pending | None:
@@ -117,6 +151,7 @@ class JobRecord:
             r.array_id,
             r.array_index,
             r.session_seen_at,
+            r.rev or 0,
         )
 
 

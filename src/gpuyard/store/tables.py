@@ -3,7 +3,17 @@ users, their memberships in tenants and their API tokens (hashed)."""
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -52,6 +62,18 @@ class JobRow(Base):
     # when a session (exec, port-forward, `gpuyard run`'s) was last seen open on the job: an
     # interactive job with none for its tenant's timeout is stopped (docs/interactive.md)
     session_seen_at: Mapped[float | None] = mapped_column(Float)
+    # the revision of the transaction that last changed it as the controller acts on it
+    # (store/revisions.py): the controller reads only rows above the one it last saw
+    rev: Mapped[int] = mapped_column(BigInteger, index=True, default=0, server_default="0")
+
+
+class RevisionRow(Base):
+    """A counter taken under its row's lock (store/revisions.py): `jobs`, the jobs' revision."""
+
+    __tablename__ = "revisions"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    n: Mapped[int] = mapped_column(BigInteger)
 
 
 class JobArrayRow(Base):

@@ -29,7 +29,7 @@ from gpuyard.metrics import (
 )
 from gpuyard.model import JobState, Node, Tenant
 from gpuyard.runtime.nodereadings import NodeReadings
-from gpuyard.store import JobRecord, TaskRecord
+from gpuyard.store import TaskRecord
 
 MIB = 1024 * 1024
 NODE_READINGS_TIMEOUT_S = 2.0  # the most a scrape waits for the nodes' readings
@@ -57,7 +57,6 @@ def cluster_sample(ctl: Controller, timeout_s: float = NODE_READINGS_TIMEOUT_S) 
     tenants = ctl.store.tenants.tenants()
     tasks = ctl.store.jobs.active_tasks()
     bound = ctl.store.jobs.in_states(JobState.SCHEDULED, JobState.RUNNING)
-    queued = ctl.store.jobs.in_states(JobState.QUEUED)
     tenant_of = {j.id: j.tenant for j in bound}
     holders = _holders(tasks, tenant_of)
     now = ctl.clock.now()
@@ -65,16 +64,16 @@ def cluster_sample(ctl: Controller, timeout_s: float = NODE_READINGS_TIMEOUT_S) 
         jobs=ctl.store.jobs.counts(),
         flavors=_flavors(ctl, nodes, tenants),
         budgets=_budgets(ctl, tenants, now),
-        queues=_queues(queued, now),
+        queues=_queues(ctl.store.jobs.queues(), now),
         nodes=_nodes(ctl, nodes, tasks, readings),
         gpus=_allocations(nodes, holders),
         tasks=_task_usage(tasks, tenant_of, readings),
         readings=_gpu_readings(readings, nodes, holders),
         idle_jobs=ctl.idle_jobs(),
         preemptions=ctl.store.jobs.preemptions_by_tenant(),
-        job_preemptions={
-            (j.id, j.tenant): j.preemptions for j in [*bound, *queued] if j.preemptions
-        },
+        job_preemptions=ctl.store.jobs.preempted(
+            JobState.QUEUED, JobState.SCHEDULED, JobState.RUNNING
+        ),
     )
 
 
@@ -97,11 +96,11 @@ def _budgets(ctl: Controller, tenants: list[Tenant], now: float) -> list[TenantB
     ]
 
 
-def _queues(queued: Iterable[JobRecord], now: float) -> list[QueueSample]:
-    waits: dict[str, list[float]] = defaultdict(list)
-    for j in queued:
-        waits[j.tenant].append(max(0.0, now - (j.queued_at or j.submitted_at)))
-    return [QueueSample(t, len(w), max(w)) for t, w in sorted(waits.items())]
+def _queues(queues: dict[str, tuple[int, float]], now: float) -> list[QueueSample]:
+    return [
+        QueueSample(tenant, n, max(0.0, now - oldest))
+        for tenant, (n, oldest) in sorted(queues.items())
+    ]
 
 
 def _nodes(
