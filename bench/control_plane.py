@@ -11,7 +11,11 @@ would take minutes to take 10k). Each server is measured the same way:
 
 Issue 17's targets: idle CPU with 10k queued ≤ 2 %, p99 of each call ≤ 50 ms, RSS ≤ 150 MB.
 
+With `--running N`, both servers first run N jobs that sleep (real containers, 1/200 of a
+CPU each) and wait for them to be running, as the issue's target asks (200 running).
+
 Usage: .venv/bin/python bench/control_plane.py [--queued 10000] [--window 20] [--calls 200]
+       [--running 200]
 """
 
 from __future__ import annotations
@@ -101,7 +105,39 @@ class Measured:
         )
 
 
-def measure(queued: int, window_s: float, calls: int) -> Measured:
+SLEEPER = {
+    "name": "sleeper",
+    "taskRoles": {"main": {"cpuNumber": 0.005, "memoryMB": 16, "command": "sleep 3600"}},
+}
+
+
+def run_sleepers(http: httpx.Client, n: int) -> str:
+    """N sleeping jobs (one array), waited for until all run; the array's id."""
+    r = http.post("/api/v1/jobs", json={**SLEEPER, "array": f"0-{n - 1}"})
+    r.raise_for_status()
+    array_id = r.json()["id"]
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        counts = http.get(f"/api/v1/arrays/{array_id}").json()["counts"]
+        if counts.get("RUNNING", 0) >= n:
+            return array_id
+        if any(counts.get(s) for s in ("FAILED", "STOPPED", "SUCCEEDED")):
+            raise SystemExit(f"sleepers ended: {counts}")
+        time.sleep(0.5)
+    raise SystemExit("sleepers did not all run in 10 min")
+
+
+def stop_sleepers(http: httpx.Client, array_id: str) -> None:
+    """Cancel them and wait until none runs (their containers outlive a stopped server)."""
+    http.post(f"/api/v1/arrays/{array_id}/cancel").raise_for_status()
+    for _ in range(600):
+        counts = http.get(f"/api/v1/arrays/{array_id}").json()["counts"]
+        if not counts.get("RUNNING") and not counts.get("SCHEDULED"):
+            return
+        time.sleep(0.5)
+
+
+def measure(queued: int, window_s: float, calls: int, running: int = 0) -> Measured:
     with tempfile.TemporaryDirectory(prefix="gpuyard-bench-cp-") as tmp:
         data = Path(tmp)
         proc, base, token = start(data, None)
@@ -111,6 +147,7 @@ def measure(queued: int, window_s: float, calls: int) -> Measured:
             seeded_s = time.monotonic() - t0
             http = httpx.Client(base_url=base, timeout=60)
             http.headers["Authorization"] = f"Bearer {token}"
+            sleepers = run_sleepers(http, running) if running else None
             time.sleep(3)  # the first cycles over the new queue
             c0, k0 = cpu_s(proc.pid), cycles(http)
             time.sleep(window_s)
@@ -123,8 +160,11 @@ def measure(queued: int, window_s: float, calls: int) -> Measured:
             ids = [j["id"] for j in listed]
             got = timed(lambda: http.get(f"/api/v1/jobs/{random.choice(ids)}"), calls)
             page = timed(lambda: http.get("/api/v1/jobs", params={"limit": 100}), calls // 4)
-            return Measured(queued, seeded_s, idle, n_cycles / window_s, rss_mb(proc.pid),
-                            got, page, sub)
+            measured = Measured(queued, seeded_s, idle, n_cycles / window_s, rss_mb(proc.pid),
+                                got, page, sub)  # fmt: skip
+            if sleepers:
+                stop_sleepers(http, sleepers)
+            return measured
         finally:
             stop(proc)
 
@@ -134,10 +174,12 @@ def main() -> None:
     ap.add_argument("--queued", type=int, default=10_000)
     ap.add_argument("--window", type=float, default=20.0)
     ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--running", type=int, default=0)
     args = ap.parse_args()
-    print(f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
-    base = measure(0, args.window, args.calls)
-    deep = measure(args.queued, args.window, args.calls)
+    print(f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"{args.running} running")  # fmt: skip
+    base = measure(0, args.window, args.calls, args.running)
+    deep = measure(args.queued, args.window, args.calls, args.running)
     print(base.line())
     print(deep.line())
     print(

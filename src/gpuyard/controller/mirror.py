@@ -16,7 +16,7 @@ One thread (the controller's) uses a mirror.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from gpuyard.model import JobState
 from gpuyard.scheduler import without_place
@@ -32,6 +32,7 @@ class JobMirror:
         self._live: dict[str, JobRecord] = {}
         self._pending: dict[str, Pending | None] = {}  # as last written or read
         self._lists: dict[tuple[JobState, ...], list[JobRecord]] = {}  # in_states' answers
+        self._stopping: set[str] = set()  # live jobs a stop was asked for
 
     def refresh(self) -> bool:
         """Read what changed since the last refresh; whether anything did."""
@@ -42,9 +43,12 @@ class JobMirror:
             changed = self._repo.changed_since(self.rev)
         for job in changed:
             self.rev = max(self.rev, job.rev)
+            self._stopping.discard(job.id)
             if job.state in LIVE:
                 self._live[job.id] = job
                 self._pending[job.id] = job.pending
+                if job.stop_requested is not None:
+                    self._stopping.add(job.id)
             else:
                 self._live.pop(job.id, None)
                 self._pending.pop(job.id, None)
@@ -52,8 +56,9 @@ class JobMirror:
             self._lists.clear()
         return bool(changed)
 
-    def in_states(self, *states: JobState) -> list[JobRecord]:
-        """The live jobs in these states, oldest first, as of now (refreshed)."""
+    def in_states(self, *states: JobState) -> Sequence[JobRecord]:
+        """The live jobs in these states, oldest first, as of now (refreshed; the same list
+        until something changes: not to be changed by the caller)."""
         self.refresh()
         key = tuple(sorted(states))
         jobs = self._lists.get(key)
@@ -61,11 +66,12 @@ class JobMirror:
             wanted = set(states)
             jobs = sorted((j for j in self._live.values() if j.state in wanted), key=_seq)
             self._lists[key] = jobs
-        return list(jobs)
+        return jobs
 
     def stop_requested(self) -> list[JobRecord]:
         """The live jobs a stop was asked for, oldest first."""
-        return [j for j in self.in_states(*LIVE) if j.stop_requested is not None]
+        self.refresh()
+        return sorted((self._live[i] for i in self._stopping), key=_seq)
 
     def pending_to_write(self, reasons: Mapping[str, Pending]) -> dict[str, Pending]:
         """The reasons of live jobs that differ from the ones last written or read by more

@@ -32,6 +32,7 @@ class PendingReasons(Mapping[str, PendingReason]):
         self._waiting: dict[str, list[str]] | None = None
         self._position: dict[str, int] = {}
         self._built: dict[str, PendingReason] = {}
+        self._behind: dict[str, PendingReason] = {}  # each tenant's shared story, built once
 
     def _index(self) -> dict[str, list[str]]:
         if self._waiting is None:
@@ -58,11 +59,14 @@ class PendingReasons(Mapping[str, PendingReason]):
         return built
 
     def _shared(self, tenant: str) -> PendingReason:
-        head_reason = self._blocked[tenant]
-        head_id = self._heads.get(tenant)
-        if head_id is None:
-            return head_reason  # the tenant's budget holds every job
-        return behind(self._jobs[head_id], head_reason)
+        shared = self._behind.get(tenant)
+        if shared is None:
+            head_reason = self._blocked[tenant]
+            head_id = self._heads.get(tenant)
+            # None: the tenant's budget holds every job
+            shared = head_reason if head_id is None else behind(self._jobs[head_id], head_reason)
+            self._behind[tenant] = shared
+        return shared
 
     def __iter__(self) -> Iterator[str]:
         for waiting in self._index().values():
