@@ -387,11 +387,9 @@ class Controller:
         """Flag or stop the running jobs whose GPUs all stayed idle for their window."""
         if self._idle is None:
             return
-        running = [
-            (j, self.store.jobs.tasks(j.id, attempt=j.attempt))
-            for j in self.jobs.in_states(JobState.RUNNING)
-            if not j.stop_requested
-        ]
+        jobs = [j for j in self.jobs.in_states(JobState.RUNNING) if not j.stop_requested]
+        tasks_of = self.store.jobs.attempts_tasks(jobs)  # one query, not one per job
+        running = [(j, tasks_of[j.id]) for j in jobs]
         tenants = {t.name: t for t in self.store.tenants.tenants()}
         gpus: dict[tuple[str, int], GpuDevice] = {
             (n.name, g.index): g for n in nodes for g in n.gpus

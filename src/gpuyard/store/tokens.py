@@ -12,7 +12,7 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpuyard.model import Clock
@@ -76,17 +76,19 @@ class TokenRepo:
             return None, "it is not a gpuyard token (they start with gy_)"
         digest = hash_token(secret)
         now = self._clock.now()
-        with self._sessions.begin() as s:
+        with self._sessions() as s:  # read only: no write lock for every request
             row = s.scalar(select(TokenRow).where(TokenRow.token_hash == digest))
-            if row is None or not hmac.compare_digest(row.token_hash, digest):
-                return None, "the token is unknown"
-            if row.revoked_at is not None:
-                return None, "the token was revoked"
-            if row.expires_at is not None and row.expires_at <= now:
-                return None, "the token has expired"
-            if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION_S:
-                row.last_used_at = now
-            return _record(row), None
+        if row is None or not hmac.compare_digest(row.token_hash, digest):
+            return None, "the token is unknown"
+        if row.revoked_at is not None:
+            return None, "the token was revoked"
+        if row.expires_at is not None and row.expires_at <= now:
+            return None, "the token has expired"
+        if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION_S:
+            with self._sessions.begin() as s:  # at most once per resolution and token
+                s.execute(update(TokenRow).where(TokenRow.id == row.id).values(last_used_at=now))
+            row.last_used_at = now
+        return _record(row), None
 
     def list(self, user: str) -> list[TokenRecord]:
         q = select(TokenRow).where(TokenRow.user == user).order_by(TokenRow.created_at)
