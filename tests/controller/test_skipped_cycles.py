@@ -11,6 +11,7 @@ from sqlalchemy import event
 from builders import make_node, make_tenant
 from fake_engine import FakeEngine
 from gpuyard.controller import Controller
+from gpuyard.controller.loop import FULL_POLL_S
 from gpuyard.controller.quiet import MAX_QUIET_S
 from gpuyard.model import JobState, ManualClock
 from gpuyard.spec import parse_job_spec
@@ -119,3 +120,38 @@ def test_a_deep_queue_is_rewritten_only_where_it_changed_by_more_than_the_slack(
     assert sum(updated) == 64
     assert store.jobs.get(ids[0]).pending_reason.endswith("(1st of 64 in tenant default)")
     assert cycles(ctl) == 1
+
+
+def test_running_tasks_are_polled_on_a_hint_and_every_few_seconds(store, engine, clock):
+    """Once the engine's hints are taken, a running task's status is read when a hint says
+    a task started or ended, and every FULL_POLL_S (a lost hint, a killed supervisor), not
+    every cycle; a starting task is read every cycle (what it waits for comes unhinted)."""
+    ctl = Controller(store, engine, clock)
+    ctl.watch_engine()
+    job = submit(store, 1)
+    ctl.run_cycle()
+    (key,) = engine.keys_on(job)
+    polled: list[str] = []
+    real_status = engine.status
+    engine.status = lambda node, k: polled.append(k) or real_status(node, k)  # type: ignore
+    ctl.run_cycle()  # starting: read every cycle
+    engine.run(key)
+    ctl.run_cycle()
+    assert polled == [key, key] and store.jobs.get(job).state == JobState.RUNNING
+    polled.clear()
+    ctl.run_cycle()
+    ctl.run_cycle()
+    assert polled == []  # running, no hint: not read
+    engine.exit(key, 0, "Completed")
+    clock.advance(FULL_POLL_S)  # a lost hint: seen at the next full poll
+    ctl.run_cycle()
+    assert polled == [key] and store.jobs.get(job).state == JobState.SUCCEEDED
+    other = submit(store, 1)
+    ctl.run_cycle()
+    (key2,) = engine.keys_on(other)
+    engine.run(key2)
+    ctl.run_cycle()
+    engine.exit(key2, 1, "Error")
+    engine.on_change()  # the hint
+    ctl.run_cycle()
+    assert store.jobs.get(other).state == JobState.FAILED

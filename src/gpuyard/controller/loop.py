@@ -108,6 +108,7 @@ ROLLUP_AFTER_END_S = 5.0  # sooner once a job ended, so its use shows within sec
 BACKOFF = "PlatformBackoff"  # the pending code of a job waiting out a platform failure
 HELD = "Held"  # the pending code of a job held by `gpuyard hold`
 MAX_PARALLEL_STARTS = 8
+FULL_POLL_S = 5.0  # every running task's status at least this often, hint or not
 
 
 class Controller:
@@ -171,12 +172,15 @@ class Controller:
         self._prepull_planned_at = float("-inf")
         self._start_notes: dict[int, str] = {}  # task id → what its start found of its image
         self.deciding_s = 0.0  # what the last scheduling cycle took to decide (loop's rest)
+        self._watching = False  # the engine's hints reach _task_changed (start())
+        self._task_news = False  # a hint came since the last poll of every task
+        self._polled_at = float("-inf")  # the last poll of every task (controller clock)
 
     # ---- the background loop ---------------------------------------------------------
 
     def start(self) -> None:
         self._halt.clear()
-        self.engine.watch(self.wake)
+        self.watch_engine()
         self.webhooks.start()
         self.mailer.start()
         if self.prepull is not None:
@@ -197,6 +201,17 @@ class Controller:
     def idle_jobs(self) -> dict[str, str]:
         """Job id → tenant of the running jobs whose GPUs are idle past their window."""
         return self._idle.idle_jobs() if self._idle else {}
+
+    def watch_engine(self) -> None:
+        """Take the engine's hints (a task started or ended): running tasks are then polled
+        on a hint and every `FULL_POLL_S`, not every cycle (`_observe`)."""
+        self.engine.watch(self._task_changed)
+        self._watching = True
+
+    def _task_changed(self) -> None:
+        """The engine's hint: a task started or ended somewhere."""
+        self._task_news = True
+        self.wake()
 
     def wake(self) -> None:
         self._wake.set()
@@ -225,8 +240,8 @@ class Controller:
         nodes = self._cordoned(every)
         self._observe()
         self._leftovers.run(every)  # after the ends this cycle recorded
-        self._settle()
-        self._enforce(nodes)
+        bound_tasks = self._settle()
+        self._enforce(nodes, bound_tasks)
         self._schedule(nodes)
         self._plan_prepulls(nodes)
         self._roll_up()
@@ -251,7 +266,17 @@ class Controller:
     # ---- 1. observe ------------------------------------------------------------------
 
     def _observe(self) -> None:
+        """Every active task's status when the engine hinted that one started or ended (or
+        nothing watches: the controller not started), and every `FULL_POLL_S` regardless
+        (a hint may be lost, a supervisor killed); in between, the starting tasks only
+        (what they wait for, "pulling image X", comes with no hint)."""
         tasks = self.store.jobs.active_tasks()
+        now = self.clock.now()
+        if not self._watching or self._task_news or now - self._polled_at >= FULL_POLL_S:
+            self._task_news = False  # (a hint from now on is news for the next cycle)
+            self._polled_at = now
+        else:
+            tasks = [t for t in tasks if t.state == TaskState.STARTING]
         statuses = [(t, self._status(t)) for t in tasks]
         for task, status in statuses:
             if status is not None:
@@ -308,7 +333,8 @@ class Controller:
 
     # ---- 2. settle -------------------------------------------------------------------
 
-    def _settle(self) -> None:
+    def _settle(self) -> dict[str, list[TaskRecord]]:
+        """Settle each bound job; the tasks of their attempts as read (for `_enforce`)."""
         bound_jobs = self.jobs.in_states(JobState.SCHEDULED, JobState.RUNNING)
         tasks_of = self.store.jobs.attempts_tasks(bound_jobs)
         for bound in bound_jobs:
@@ -327,6 +353,7 @@ class Controller:
             if outcome.stop_rest:  # the completion policy decided: stop the tasks still running
                 self._stop_tasks(tasks)
             self._apply_outcome(job, outcome, tasks)
+        return tasks_of
 
     def _apply_outcome(
         self, job: JobRecord, outcome: Outcome, tasks: Sequence[TaskRecord] = ()
@@ -361,9 +388,9 @@ class Controller:
 
     # ---- 3. enforce ------------------------------------------------------------------
 
-    def _enforce(self, nodes: list[Node]) -> None:
+    def _enforce(self, nodes: list[Node], bound_tasks: dict[str, list[TaskRecord]]) -> None:
         now = self.clock.now()
-        self._watch_idle(nodes, now)
+        self._watch_idle(nodes, now, bound_tasks)
         self._stop_idle_sessions(now)
         for job in self.jobs.in_states(JobState.RUNNING):
             limit = self._spec(job).max_runtime_s
@@ -383,13 +410,15 @@ class Controller:
             else:
                 self._stop_tasks(self.store.jobs.tasks(job.id, attempt=job.attempt))
 
-    def _watch_idle(self, nodes: list[Node], now: float) -> None:
-        """Flag or stop the running jobs whose GPUs all stayed idle for their window."""
+    def _watch_idle(
+        self, nodes: list[Node], now: float, bound_tasks: dict[str, list[TaskRecord]]
+    ) -> None:
+        """Flag or stop the running jobs whose GPUs all stayed idle for their window (their
+        tasks as `_settle` read them this cycle: a window is minutes long)."""
         if self._idle is None:
             return
         jobs = [j for j in self.jobs.in_states(JobState.RUNNING) if not j.stop_requested]
-        tasks_of = self.store.jobs.attempts_tasks(jobs)  # one query, not one per job
-        running = [(j, tasks_of[j.id]) for j in jobs]
+        running = [(j, bound_tasks.get(j.id, [])) for j in jobs]
         tenants = {t.name: t for t in self.store.tenants.tenants()}
         gpus: dict[tuple[str, int], GpuDevice] = {
             (n.name, g.index): g for n in nodes for g in n.gpus
