@@ -74,8 +74,9 @@ def test_preemptions_are_counted_and_given_to_the_view(store, engine, clock):
     job = store.jobs.get(job_id)
     assert (job.preemptions, job.attempt) == (2, 3)
     views = ViewBuilder(store, ctl.jobs, lambda j: parse_job_spec(j.spec), ctl.runtimes)
-    (demand,) = views.build(engine.nodes(), [job], clock.now()).queued
-    (running,) = views.build(engine.nodes(), [], clock.now()).running
+    now_read = (engine.nodes(), store.tenants.tenants(), store.jobs.active_tasks())
+    (demand,) = views.build(*now_read, [job], clock.now()).queued
+    (running,) = views.build(*now_read, [], clock.now()).running
     assert (demand.preemptions, running.preemptions) == (2, 2)
 
 

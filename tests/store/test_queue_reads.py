@@ -1,5 +1,6 @@
 """`in_states` reuses the records of rows that did not change since its last read (the
-controller reads the whole queue every cycle) and never serves a stale one; `set_pending`
+API's queue and metrics read whole states; the controller reads only what changed,
+controller/mirror.py) and never serves a stale one; `set_pending`
 writes only the reasons that changed."""
 
 from __future__ import annotations

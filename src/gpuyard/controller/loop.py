@@ -479,8 +479,8 @@ class Controller:
     def _schedule(self, nodes: list[Node]) -> None:
         now = self.clock.now()
         self.jobs.refresh()
-        tasks = self.store.jobs.active_tasks()
-        read = inputs(self.jobs.rev, nodes, self.store.tenants.tenants(), tasks)
+        tenants, tasks = self.store.tenants.tenants(), self.store.jobs.active_tasks()
+        read = inputs(self.jobs.rev, nodes, tenants, tasks)
         if self.quiet.skip(read, now):  # nothing it reads changed: it would decide nothing
             return
         waiting = [j for j in self.jobs.in_states(JobState.QUEUED) if not j.stop_requested]
@@ -497,7 +497,7 @@ class Controller:
             self.quiet.ran(read, now, False, math.inf, backing_off)
             return
         began = time.perf_counter()
-        view = self._views.build(nodes, queued, self.clock.now(), partly)
+        view = self._views.build(nodes, tenants, tasks, queued, self.clock.now(), partly)
         # the scheduler assumed its placements on its snapshot; bind commits, start tells the node
         result = self.scheduler.cycle(view)
         decided = bool(result.admit or result.preempt)

@@ -88,15 +88,19 @@ class ViewBuilder:
     def build(
         self,
         nodes: Sequence[Node],
+        tenants_read: Iterable[Tenant],
+        active_tasks: Iterable[TaskRecord],
         queued: Sequence[JobRecord],
         now: float,
         partly_placed: Sequence[JobRecord] = (),
     ) -> ClusterView:
-        tenants = {t.name: t for t in self._store.tenants.tenants()}
+        """The view of the nodes, tenants and active tasks the cycle read (and compared, to
+        know whether it may be skipped: quiet.py), with the live jobs."""
+        tenants = {t.name: t for t in tenants_read}
         return ClusterView(
             nodes=nodes,
             tenants=tenants,
-            running=self._running(),
+            running=self._running(active_tasks),
             queued=self._queued(queued, now) + self._remainders(partly_placed, now),
             usage=self._usage(tenants.values(), now),
             now=now,
@@ -147,9 +151,9 @@ class ViewBuilder:
         self._rests = keep
         return out
 
-    def _running(self) -> list[RunningJob]:
+    def _running(self, active_tasks: Iterable[TaskRecord]) -> list[RunningJob]:
         by_job: dict[str, list[TaskRecord]] = defaultdict(list)
-        for t in self._store.jobs.active_tasks():
+        for t in active_tasks:
             by_job[t.job_id].append(t)
         bound = self._jobs.in_states(JobState.SCHEDULED, JobState.RUNNING)
         return [self._running_job(j, by_job[j.id]) for j in bound if by_job.get(j.id)]

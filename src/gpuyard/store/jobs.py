@@ -520,15 +520,8 @@ class JobRepo:
 
     def set_pending(self, reasons: Mapping[str, Pending]) -> None:
         """Store each queued job's pending reason; write only the rows whose reason changed
-        (an estimated start that moved by less than `ETA_SLACK_S` does not count). A reason
-        equal to the one `in_states(QUEUED)` last read is not even looked up: if the row
-        changed since (a hold, a release), the next cycle reads it and writes again."""
-        read = self._last.get((str(JobState.QUEUED),), {})  # the cycle's own read, most often
-        reasons = {
-            job_id: p
-            for job_id, p in reasons.items()
-            if (seen := read.get(job_id)) is None or _pending_changed(seen[0], p)
-        }
+        (`pending_differs`: an estimated start that moved by less than `ETA_SLACK_S` does
+        not count). The controller passes only the reasons its mirror saw change."""
         if not reasons:
             return
         with self._sessions.begin() as s:
